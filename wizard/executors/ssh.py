@@ -1,0 +1,333 @@
+"""SSH executor on asyncssh: one reused connection per host, streamed output, sudo, files with backups."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import posixpath
+import secrets
+import shlex
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import asyncssh
+
+from wizard.executors.base import (
+    AuthenticationFailed,
+    CommandResult,
+    CommandTimeout,
+    ConnectionLost,
+    HostKeyRejected,
+    HostUnreachable,
+    LineCallback,
+    Stream,
+    SudoRefused,
+    render_command,
+)
+
+_SUDO_PASSWORD_HINT = (
+    "sudo needs a password: configure NOPASSWD for this user, or set ssh.sudo: password and provide it via "
+    "$ROCE_WIZARD_SUDO_PASSWORD or the prompt"
+)
+
+
+@dataclass(slots=True)
+class SshTarget:
+    """How to reach one host. ``name`` is the wizard's host name; ``address`` is what SSH connects to."""
+
+    name: str
+    address: str
+    port: int = 22
+    username: str = "root"
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_keys: bool = False
+    connect_timeout_s: float = 10.0
+    keepalive_interval_s: float = 5.0
+    command_timeout_s: float = 900.0
+    sudo_password: str | None = field(default=None, repr=False)
+
+
+class CommandListener(Protocol):
+    """Receives every command, output line and result: log files, log panes, state saving."""
+
+    def command_started(self, host: str, command: str) -> None: ...
+
+    def output_line(self, host: str, stream: Stream, line: str) -> None: ...
+
+    def command_finished(self, host: str, command: str, result: CommandResult | None, error: str | None) -> None: ...
+
+
+class SshExecutor:
+    """Runs commands on one host over a single reused asyncssh connection."""
+
+    def __init__(self, target: SshTarget, listener: CommandListener | None = None) -> None:
+        self.target = target
+        self.name = target.name
+        self.listener = listener
+        self._conn: asyncssh.SSHClientConnection | None = None
+        self._connect_lock = asyncio.Lock()
+        self._sudo_mode: str | None = None  # "nopasswd" | "password", decided on first sudo use
+
+    # -- connection ---------------------------------------------------------------------------------------
+    async def connect(self) -> None:
+        """Open the connection if it is not open; raises a one-line :class:`ExecutorError` subclass."""
+        async with self._connect_lock:
+            if self._conn is not None and not self._conn.is_closed():
+                return
+            self._conn = await self._open()
+
+    async def _open(self) -> asyncssh.SSHClientConnection:
+        t = self.target
+        known = self._known_hosts_path()
+        try:
+            return await self._dial(known)
+        except asyncssh.HostKeyNotVerifiable as exc:
+            if not t.accept_new_host_keys:
+                raise HostKeyRejected(t.name, self._host_key_message(known, str(exc))) from None
+            if self._has_recorded_key(known):
+                raise HostKeyRejected(t.name, self._host_key_message(known, "host key changed")) from None
+            await self._record_new_host_key(known)
+            return await self._dial(known)
+
+    async def _dial(self, known: Path) -> asyncssh.SSHClientConnection:
+        t = self.target
+        options: dict[str, Any] = {
+            "port": t.port,
+            "username": t.username,
+            "known_hosts": str(known) if known.exists() else asyncssh.import_known_hosts(""),
+            "connect_timeout": t.connect_timeout_s,
+            "keepalive_interval": t.keepalive_interval_s,
+            "keepalive_count_max": 3,
+        }
+        if t.identity_file:
+            options["client_keys"] = [os.path.expanduser(t.identity_file)]
+        try:
+            return await asyncssh.connect(t.address, **options)
+        except asyncssh.HostKeyNotVerifiable:
+            raise
+        except asyncssh.PermissionDenied:
+            raise AuthenticationFailed(
+                t.name, f"authentication refused for user {t.username!r} (check the key, the agent, ssh.user)"
+            ) from None
+        except TimeoutError:
+            raise HostUnreachable(
+                t.name, f"no SSH answer from {t.address}:{t.port} within {t.connect_timeout_s:g}s"
+            ) from None
+        except (OSError, asyncssh.Error) as exc:
+            reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            raise HostUnreachable(t.name, f"cannot connect to {t.address}:{t.port}: {reason}") from None
+        except asyncssh.KeyImportError as exc:
+            raise AuthenticationFailed(t.name, f"cannot load identity file {t.identity_file}: {exc}") from None
+
+    def _known_hosts_path(self) -> Path:
+        return Path(os.path.expanduser(self.target.known_hosts or "~/.ssh/known_hosts"))
+
+    def _host_pattern(self) -> str:
+        t = self.target
+        return t.address if t.port == 22 else f"[{t.address}]:{t.port}"
+
+    def _has_recorded_key(self, known: Path) -> bool:
+        if not known.exists():
+            return False
+        keys = asyncssh.read_known_hosts(str(known)).match(self.target.address, "", self.target.port)
+        return bool(keys[0] or keys[1])
+
+    async def _record_new_host_key(self, known: Path) -> None:
+        t = self.target
+        key = await asyncssh.get_server_host_key(t.address, t.port, login_timeout=t.connect_timeout_s)
+        if key is None:
+            raise HostKeyRejected(t.name, "server offered no host key")
+        known.parent.mkdir(parents=True, exist_ok=True)
+        line = f"{self._host_pattern()} {key.export_public_key('openssh').decode().strip()}\n"
+        with known.open("a", encoding="utf-8") as handle:
+            handle.write(line)
+
+    def _host_key_message(self, known: Path, reason: str) -> str:
+        return (
+            f"host key of {self._host_pattern()} not verified against {known} ({reason}); check it, then add it "
+            f"with ssh-keyscan, or set ssh.accept_new_host_keys: true to record new hosts"
+        )
+
+    async def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            with contextlib.suppress(Exception):
+                await self._conn.wait_closed()
+            self._conn = None
+
+    async def wait_until_back(self, *, timeout_s: float) -> None:
+        """After a reboot: drop the old connection and reconnect with backoff until ``timeout_s`` passes."""
+        await self.close()
+        deadline = time.monotonic() + timeout_s
+        delay = 0.2
+        last = ""
+        while time.monotonic() < deadline:
+            await asyncio.sleep(delay)
+            try:
+                await self.connect()
+                return
+            except (HostUnreachable, ConnectionLost) as exc:
+                last = exc.detail
+            delay = min(delay * 2, 10.0)
+        raise HostUnreachable(self.name, f"did not come back within {timeout_s:g}s ({last})")
+
+    # -- commands -----------------------------------------------------------------------------------------
+    async def run(
+        self,
+        argv: Sequence[str] | str,
+        *,
+        sudo: bool = False,
+        input: str | None = None,
+        timeout_s: float | None = None,
+        on_line: LineCallback | None = None,
+    ) -> CommandResult:
+        """Run one command; a non-zero exit is a result, a lost connection or a timeout is raised."""
+        command = render_command(argv)
+        stdin = input
+        remote = command
+        if sudo:
+            remote, stdin = await self._with_sudo(argv, input)
+        if self.listener:
+            self.listener.command_started(self.name, command)
+        try:
+            result = await self._exec(command, remote, stdin, timeout_s or self.target.command_timeout_s, on_line)
+        except Exception as exc:
+            if self.listener:
+                self.listener.command_finished(self.name, command, None, str(exc))
+            raise
+        if self.listener:
+            self.listener.command_finished(self.name, command, result, None)
+        return result
+
+    async def _with_sudo(self, argv: Sequence[str] | str, input: str | None) -> tuple[str, str | None]:
+        inner = ["sh", "-c", argv] if isinstance(argv, str) else list(argv)
+        mode = await self._sudo_mode_for_host()
+        if mode == "nopasswd":
+            return shlex.join(["sudo", "-n", "--", *inner]), input
+        password = self.target.sudo_password or ""
+        # -k makes sudo ask every time, so the password line is always consumed and never reaches the command.
+        return shlex.join(["sudo", "-k", "-S", "-p", "", "--", *inner]), password + "\n" + (input or "")
+
+    async def _sudo_mode_for_host(self) -> str:
+        if self._sudo_mode is not None:
+            return self._sudo_mode
+        probe = await self._exec("sudo -n true", "sudo -n true", None, self.target.connect_timeout_s * 3, None)
+        if probe.ok:
+            self._sudo_mode = "nopasswd"
+            return self._sudo_mode
+        if not self.target.sudo_password:
+            raise SudoRefused(self.name, f"{probe.first_error_line()}; {_SUDO_PASSWORD_HINT}")
+        check = await self._exec(
+            "sudo -S true", "sudo -k -S -p '' -- true", self.target.sudo_password + "\n", 30.0, None
+        )
+        if not check.ok:
+            raise SudoRefused(self.name, f"sudo refused the password or the user: {check.first_error_line()}")
+        self._sudo_mode = "password"
+        return self._sudo_mode
+
+    async def _exec(
+        self, shown: str, remote: str, stdin: str | None, timeout_s: float, on_line: LineCallback | None
+    ) -> CommandResult:
+        await self.connect()
+        assert self._conn is not None
+        started = time.monotonic()
+        out: list[str] = []
+        err: list[str] = []
+        try:
+            process = await self._conn.create_process(remote, encoding="utf-8", errors="replace")
+        except (asyncssh.Error, OSError) as exc:
+            self._conn = None
+            raise ConnectionLost(self.name, f"connection lost before {shown!r} started: {exc}") from None
+        if stdin:
+            process.stdin.write(stdin)
+        process.stdin.write_eof()
+
+        async def pump(reader: asyncssh.SSHReader[str], stream: Stream, sink: list[str]) -> None:
+            async for line in reader:
+                text = line.rstrip("\n")
+                sink.append(text)
+                if on_line:
+                    on_line(stream, text)
+                if self.listener:
+                    self.listener.output_line(self.name, stream, text)
+
+        try:
+            await asyncio.wait_for(
+                asyncio.gather(
+                    pump(process.stdout, "stdout", out), pump(process.stderr, "stderr", err), process.wait()
+                ),
+                timeout_s,
+            )
+        except TimeoutError:
+            process.close()
+            raise CommandTimeout(self.name, f"{shown!r} still running after {timeout_s:g}s; stopped") from None
+        except (asyncssh.Error, OSError, BrokenPipeError) as exc:
+            self._conn = None
+            raise ConnectionLost(self.name, f"connection lost during {shown!r}: {exc}") from None
+        status = process.exit_status
+        if status is None:
+            # asyncssh reports no exit status when the connection died mid-command: the outcome is unknown.
+            self._conn = None
+            raise ConnectionLost(self.name, f"connection lost during {shown!r} (no exit status)")
+        if status < 0 and process.exit_signal:
+            status = 128 + 9
+        return CommandResult(shown, status, "\n".join(out), "\n".join(err), time.monotonic() - started)
+
+    # -- files --------------------------------------------------------------------------------------------
+    async def read_file(self, path: str, *, sudo: bool = False) -> str | None:
+        """Content of ``path`` or None when it does not exist."""
+        result = await self.run(["cat", "--", path], sudo=sudo)
+        if result.ok:
+            return result.stdout + ("\n" if result.stdout else "")
+        if "No such file" in result.stderr:
+            return None
+        raise ConnectionLost(self.name, f"cannot read {path}: {result.first_error_line()}")
+
+    async def write_file(
+        self,
+        path: str,
+        content: str,
+        *,
+        mode: int = 0o644,
+        owner: str = "root",
+        group: str = "root",
+        backup_dir: str | None = None,
+    ) -> str | None:
+        """Upload to a private temp path, back up the current file, then install with owner and mode.
+
+        Returns the backup path on the host, or None when there was nothing to back up.
+        """
+        await self.connect()
+        assert self._conn is not None
+        temp = f"/tmp/.roce-wizard-{secrets.token_hex(8)}"
+        try:
+            async with self._conn.start_sftp_client() as sftp:
+                async with sftp.open(temp, "w") as handle:
+                    await handle.write(content)
+                await sftp.chmod(temp, 0o600)
+        except (asyncssh.Error, OSError) as exc:
+            self._conn = None
+            raise ConnectionLost(self.name, f"upload of {path} failed: {exc}") from None
+        backup: str | None = None
+        try:
+            if backup_dir and (await self.run(["test", "-e", path], sudo=True)).ok:
+                backup = posixpath.join(backup_dir, path.lstrip("/"))
+                await self._must(["mkdir", "-p", "--", posixpath.dirname(backup)], f"backup of {path}")
+                await self._must(["cp", "-a", "--", path, backup], f"backup of {path}")
+            await self._must(
+                ["install", "-D", "-o", owner, "-g", group, "-m", f"{mode:04o}", "--", temp, path], f"install {path}"
+            )
+        finally:
+            with contextlib.suppress(Exception):
+                await self.run(["rm", "-f", "--", temp])
+        return backup
+
+    async def _must(self, argv: list[str], what: str) -> None:
+        result = await self.run(argv, sudo=True)
+        if not result.ok:
+            raise ConnectionLost(self.name, f"{what} failed: {result.first_error_line()}")
