@@ -105,7 +105,14 @@ class Answers(_Model):
     @model_validator(mode="after")
     def _cross_checks(self) -> Answers:
         _unique(self.hosts, "name", "hosts")
-        _unique(self.hosts, "address", "hosts")
+        endpoints = [(h.address, h.port or self.ssh.port) for h in self.hosts]
+        for index, endpoint in enumerate(endpoints):
+            if endpoint in endpoints[:index]:
+                first = endpoints.index(endpoint)
+                raise KeyProblem(
+                    ("hosts", index, "address"),
+                    f"duplicate address {endpoint[0]!r} port {endpoint[1]} (also in entry {first})",
+                )
         _unique([h for h in self.hosts if h.host_id is not None], "host_id", "hosts")
         ids = [self.host_id(h.name) for h in self.hosts]
         if len(set(ids)) != len(ids):

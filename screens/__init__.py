@@ -1,0 +1,1 @@
+"""The terminal UI (Textual). The only package that imports Textual."""

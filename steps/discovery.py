@@ -1,0 +1,266 @@
+"""Stage 1, discovery: what every host has (OS, ConnectX ports, RDMA devices, GIDs, GPUs), read-only."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from steps import discovery_facts as df
+from wizard.executors.base import SudoRefused
+from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
+
+GID_GLOBS = (
+    "/sys/class/infiniband/*/ports/*/gids/* "
+    "/sys/class/infiniband/*/ports/*/gid_attrs/types/* "
+    "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*"
+)
+GPU_QUERY = "--query-gpu=index,name,pci.bus_id,memory.total,driver_version"
+SUPPORTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", "12")}
+
+
+class Discovery(Step):
+    id = "discovery"
+    title = "Discovery"
+    summary = "Read OS, ConnectX ports, RDMA devices, GID tables, drivers and GPUs on every host; change nothing."
+
+    async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
+        ex = ctx.executor
+        notes: list[str] = []
+        facts = df.DiscoveryFacts(notes=notes)
+
+        async def out(argv: list[str] | str) -> str:
+            result = await ex.run(argv)
+            if result.exit_status == 127:
+                name = argv[0] if isinstance(argv, list) else argv.split()[0]
+                notes.append(f"{name}: not installed")
+                return ""
+            return result.stdout if result.ok else ""
+
+        osr = df.try_parse("os_release", await out(["cat", "/etc/os-release"]), notes)
+        if osr:
+            facts.os_id, facts.os_version, facts.os_pretty = osr.id or "", osr.version_id or "", osr.pretty_name or ""
+            facts.simulated = (osr.variant_id or "") == "roce-wizard-sim"
+        facts.kernel = (await out(["uname", "-r"])).strip()
+        facts.hostname = (await out(["hostname"])).strip()
+        connection = (await out(["printenv", "SSH_CONNECTION"])).split()
+        facts.ssh_server_address = connection[2] if len(connection) >= 3 else None
+        try:
+            await ex.run(["true"], sudo=True)
+        except SudoRefused as exc:
+            facts.sudo_ok, facts.sudo_error = False, exc.detail
+
+        lspci = df.try_parse("lspci", await out(["lspci", "-D", "-nn", "-d", "15b3:"]), notes)
+        facts.ports = df.ports_from_lspci(lspci, {})
+        addresses = [p.pci for p in facts.ports if df.PCI_ADDRESS_RE.match(p.pci)]
+        if addresses:
+            numa = df.parse_numa(
+                await out(["grep", "-sH", ".", *(f"/sys/bus/pci/devices/{a}/numa_node" for a in addresses)])
+            )
+            for port in facts.ports:
+                port.numa_node = numa.get(port.pci)
+        interfaces = df.try_parse("ip_json", await out(["ip", "-j", "-d", "addr", "show"]), notes)
+        links = df.try_parse("rdma_link", await out(["rdma", "link", "show"]), notes)
+        facts.other_interfaces = df.link_netdevs(facts.ports, interfaces, links)
+        df.attach_gids(facts.ports, df.try_parse("sysfs_gids", await out(f"grep -sH . {GID_GLOBS}"), notes))
+        for port in facts.ports:
+            if port.netdev:
+                await self._probe_ethtool(port, out, notes)
+        facts.ssh_interface = df.ssh_interface(facts.ssh_server_address, facts.ports, facts.other_interfaces)
+
+        ofed = df.try_parse("ofed_info", await out(["ofed_info", "-s"]), notes)
+        if ofed:
+            facts.ofed_stack, facts.ofed_version = ofed.stack, ofed.version
+        modules = df.try_parse("lsmod", await out(["lsmod"]), notes)
+        loaded = {m.name for m in modules.modules} if modules else set()
+        facts.modules = sorted(loaded & set(df.RELEVANT_MODULES))
+        packages = df.try_parse("dpkg_query", await out(["dpkg-query", "-W"]), notes)
+        if packages:
+            facts.packages = {k: v for k, v in packages.packages.items() if k in df.RELEVANT_PACKAGES and v}
+            facts.nccl_version = (facts.packages.get("libnccl2") or "").split("-")[0] or None
+        await self._probe_gpus(facts, out, notes)
+        return facts.model_dump(mode="json")
+
+    async def _probe_ethtool(self, port: df.NicPort, out: Any, notes: list[str]) -> None:
+        link = df.try_parse("ethtool", await out(["ethtool", port.netdev]), notes)
+        if link:
+            port.link_detected, port.speed_mbps = link.link_detected, link.speed_mbps
+        driver = df.try_parse("ethtool_i", await out(["ethtool", "-i", port.netdev]), notes)
+        if driver:
+            port.driver, port.firmware = driver.driver, driver.firmware_version
+        if port.rdma_device:
+            port.link_layer = "Ethernet" if port.gids or port.netdev else None
+
+    async def _probe_gpus(self, facts: df.DiscoveryFacts, out: Any, notes: list[str]) -> None:
+        listing = await out(["nvidia-smi", GPU_QUERY, "--format=csv"])
+        query = df.try_parse("nvidia_smi_query", listing, notes)
+        for row in query.rows if query else []:
+            memory = (row.get("memory.total [MiB]") or row.get("memory.total") or "").split()[0:1]
+            facts.gpus.append(
+                df.Gpu(
+                    index=int(row.get("index", len(facts.gpus))),
+                    name=row.get("name", ""),
+                    bus_id=row.get("pci.bus_id"),
+                    memory_mib=int(memory[0]) if memory and memory[0].isdigit() else None,
+                )
+            )
+            facts.gpu_driver = row.get("driver_version") or facts.gpu_driver
+        if not facts.gpus:
+            return
+        topo = df.try_parse("nvidia_smi_topo", await out(["nvidia-smi", "topo", "-m"]), notes)
+        if topo:
+            for gpu in facts.gpus:
+                nics = topo.nearest_nics(f"GPU{gpu.index}")
+                gpu.nearest_nics = [topo.nic_names.get(n, n) for n in nics]
+
+    def plan(self, view: ClusterView, host: str) -> HostPlan:
+        return HostPlan(stage=self.id, host=host, noop_reason="discovery only reads; it never changes a host")
+
+    def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
+        raw = view.stage_facts(host, self.id)
+        if raw is None:
+            return [CheckItem(id="facts", title="facts collected", status="fail", evidence="no facts")]
+        facts = df.DiscoveryFacts.model_validate(raw)
+        return discovery_checks(facts, view.answers.discovery)
+
+    def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
+        facts = {
+            h.name: df.DiscoveryFacts.model_validate(view.stage_facts(h.name, self.id))
+            for h in view.answers.hosts
+            if view.stage_facts(h.name, self.id)
+        }
+        return host_differences(facts)
+
+
+def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
+    """Per-host verdicts on what discovery found."""
+    items: list[CheckItem] = []
+    add = items.append
+    os_ok = (facts.os_id, facts.os_version) in SUPPORTED_OS
+    add(
+        CheckItem(
+            id="os",
+            title="operating system",
+            status="pass" if os_ok else "warn",
+            evidence=f"{facts.os_pretty or 'unknown'}, kernel {facts.kernel}",
+            fix=None if os_ok else "tested on Ubuntu 22.04/24.04 and Debian 12",
+        )
+    )
+    add(
+        CheckItem(
+            id="sudo",
+            title="sudo",
+            status="pass" if facts.sudo_ok else "fail",
+            evidence="sudo works" if facts.sudo_ok else (facts.sudo_error or "refused"),
+            fix=None if facts.sudo_ok else "allow NOPASSWD sudo for the SSH user, or set ssh.sudo: password",
+        )
+    )
+    add(
+        CheckItem(
+            id="ssh_interface",
+            title="management interface",
+            status="pass" if facts.ssh_interface else "warn",
+            evidence=f"SSH arrives on {facts.ssh_interface} ({facts.ssh_server_address})"
+            if facts.ssh_interface
+            else f"could not match SSH server address {facts.ssh_server_address} to an interface",
+        )
+    )
+    ports = facts.ports
+    add(
+        CheckItem(
+            id="nics",
+            title="ConnectX ports",
+            status="pass" if ports else "fail",
+            evidence=", ".join(f"{p.netdev or '?'} ({p.model}, {p.pci})" for p in ports) or "none found by lspci",
+            fix=None if ports else "check the cards are seated and visible: lspci -nn -d 15b3:",
+        )
+    )
+    unmapped = [p for p in ports if not p.rdma_device]
+    add(
+        CheckItem(
+            id="rdma_mapping",
+            title="RDMA device per port",
+            status="fail" if unmapped else "pass",
+            evidence="; ".join(f"{p.netdev or p.pci}: no RDMA device" for p in unmapped)
+            or ", ".join(f"{p.rdma_device} port {p.rdma_port} -> {p.netdev}" for p in facts.rdma_ports()),
+            fix="load mlx5_ib (modprobe mlx5_ib) or install the driver stack (stage ofed)" if unmapped else None,
+        )
+    )
+    rdma = facts.rdma_ports()
+    if expect.expect_rdma_ports is not None:
+        good = len(rdma) == expect.expect_rdma_ports
+        add(
+            CheckItem(
+                id="port_count",
+                title="RDMA port count",
+                status="pass" if good else "fail",
+                evidence=f"{len(rdma)} RDMA ports, expected {expect.expect_rdma_ports}",
+            )
+        )
+    down = [p for p in rdma if p.link_detected is False or (p.rdma_state or "ACTIVE") != "ACTIVE"]
+    add(
+        CheckItem(
+            id="links",
+            title="links up",
+            status="pass" if not down else ("fail" if expect.expect_link_speed_gbps else "warn"),
+            evidence="; ".join(f"{p.netdev}: no link ({p.rdma_device} {p.rdma_state}/{p.physical_state})" for p in down)
+            or "all RDMA ports have link",
+            fix="check the cable and the peer port of each listed interface" if down else None,
+        )
+    )
+    if expect.expect_link_speed_gbps is not None:
+        wrong = [p for p in rdma if p not in down and (p.speed_mbps or 0) != expect.expect_link_speed_gbps * 1000]
+        add(
+            CheckItem(
+                id="speed",
+                title="link speed",
+                status="fail" if wrong else "pass",
+                evidence="; ".join(f"{p.netdev}: {p.speed_mbps} Mb/s" for p in wrong)
+                or f"all at {expect.expect_link_speed_gbps} Gb/s",
+            )
+        )
+    if expect.expect_gpus is not None:
+        good = len(facts.gpus) == expect.expect_gpus
+        add(
+            CheckItem(
+                id="gpus",
+                title="GPU count",
+                status="pass" if good else "fail",
+                evidence=f"{len(facts.gpus)} GPUs ({', '.join(sorted({g.name for g in facts.gpus})) or 'none'}), "
+                f"expected {expect.expect_gpus}",
+            )
+        )
+    return items
+
+
+def host_differences(facts: dict[str, df.DiscoveryFacts]) -> dict[str, list[CheckItem]]:
+    """Flag firmware, port count, speed, NIC model, kernel and GPU differences between hosts (a warning each)."""
+    result: dict[str, list[CheckItem]] = {name: [] for name in facts}
+    if len(facts) < 2:
+        return result
+    aspects = {
+        "firmware": lambda f: ",".join(sorted({p.firmware or "?" for p in f.rdma_ports()})),
+        "port count": lambda f: str(len(f.rdma_ports())),
+        "link speeds": lambda f: ",".join(str(p.speed_mbps) for p in f.rdma_ports()),
+        "NIC models": lambda f: ",".join(sorted({p.model for p in f.ports})),
+        "kernel": lambda f: f.kernel,
+        "driver stack": lambda f: f"{f.ofed_stack or 'inbox'} {f.ofed_version or ''}".strip(),
+        "GPU count": lambda f: str(len(f.gpus)),
+    }
+    for aspect, value in aspects.items():
+        values = {name: value(f) for name, f in facts.items()}
+        common, count = Counter(values.values()).most_common(1)[0]
+        has_majority = count * 2 > len(values)
+        for name, mine in values.items():
+            if mine == common and (has_majority or len(set(values.values())) == 1):
+                continue
+            others = sorted({f"{n}: {v}" for n, v in values.items() if v != mine})
+            result[name].append(
+                CheckItem(
+                    id=f"diff_{aspect.replace(' ', '_')}",
+                    title=f"{aspect} matches the other hosts",
+                    status="warn",
+                    evidence=f"{name} has {mine!r}; " + ", ".join(others),
+                    fix="bring this host in line with the others before continuing",
+                )
+            )
+    return result

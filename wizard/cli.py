@@ -1,0 +1,158 @@
+"""The `roce-wizard` command line: headless runs, plan, status, schema, parse, the lab, and the TUI."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from wizard import __version__
+from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, WizardError
+
+STAGE_IDS = ("discovery", "ofed", "network", "roce", "gpudirect", "nccl", "inference")
+SUBCOMMANDS = ("plan", "status", "schema", "parse", "lab")
+
+
+class UsageError(WizardError):
+    """Bad command-line usage (exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _run_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="roce-wizard",
+        description="From bare GPU servers to a verified RoCE fabric. Without --answers (and without --demo) "
+        "it opens the terminal wizard.",
+        epilog="Other commands: roce-wizard {plan,status,schema,parse,lab} --help",
+    )
+    p.add_argument("--answers", type=Path, help="answers file; runs every stage headless")
+    p.add_argument("--demo", action="store_true", help="run against the built-in SIMULATED cluster on 127.0.0.1")
+    p.add_argument("--only", help="comma-separated stages to run (" + ",".join(STAGE_IDS) + ")")
+    p.add_argument("--from", dest="from_stage", choices=STAGE_IDS, help="start at this stage")
+    p.add_argument("--yes", action="store_true", help="allow changes marked disruptive or reboot")
+    p.add_argument("--json", action="store_true", help="one JSON event per line on stdout; progress on stderr")
+    p.add_argument("--state-dir", type=Path, help="where progress, facts and logs are kept")
+    p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
+    p.add_argument("--verbose", "-v", action="store_true", help="also print every command's output")
+    p.add_argument("--version", action="version", version=f"roce-wizard {__version__}")
+    return p
+
+
+def select_stages(only: str | None, from_stage: str | None) -> list[str]:
+    """The stages a run covers, in the fixed order."""
+    if only and from_stage:
+        raise UsageError("use either --only or --from, not both")
+    if only:
+        wanted = [s.strip() for s in only.split(",") if s.strip()]
+        unknown = [s for s in wanted if s not in STAGE_IDS]
+        if unknown or not wanted:
+            raise UsageError(
+                f"--only: unknown stage(s) {', '.join(unknown) or '(none)'}; stages: {', '.join(STAGE_IDS)}"
+            )
+        return [s for s in STAGE_IDS if s in wanted]
+    if from_stage:
+        return list(STAGE_IDS[STAGE_IDS.index(from_stage) :])
+    return list(STAGE_IDS)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if args and args[0] in SUBCOMMANDS:
+            from wizard import commands
+
+            return commands.dispatch(args[0], args[1:])
+        return _main_run(_run_parser().parse_args(args))
+    except AnswersError as exc:
+        for problem in exc.problems:
+            _error(f"{exc.source}: {problem}")
+        return EXIT_USAGE
+    except UsageError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except StateError as exc:
+        _error(str(exc))
+        return EXIT_USAGE
+    except WizardError as exc:
+        _error(str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        _error("interrupted; progress is saved - run the same command again to resume")
+        return 130
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"roce-wizard: {message}\n")
+
+
+def _main_run(args: argparse.Namespace) -> int:
+    if args.answers is None and not args.demo:
+        from screens.app import run_app
+
+        return run_app(state_dir=args.state_dir)
+    from wizard.answers import load_answers
+    from wizard.paths import example_answers
+
+    answers = load_answers(args.answers or example_answers())
+    stages = select_stages(args.only, args.from_stage)
+    if args.fault and not args.demo:
+        raise UsageError("--fault only applies to the simulated cluster (--demo)")
+    return asyncio.run(_headless(args, answers, stages))
+
+
+async def _headless(args: argparse.Namespace, answers: object, stages: list[str]) -> int:
+    from steps import all_steps
+    from wizard.events import EventBus
+    from wizard.reporters import HumanReporter, JsonLinesReporter
+    from wizard.runner import RunOptions
+    from wizard.session import production_targets, simulated_targets, sudo_password
+
+    bus = EventBus()
+    bus.subscribe(HumanReporter(simulated=args.demo, verbose=args.verbose))
+    if args.json:
+        bus.subscribe(JsonLinesReporter())
+    password = sudo_password(answers, interactive=True)  # type: ignore[arg-type]
+    options = RunOptions(
+        stages=stages,
+        allow_disruptive=args.yes,
+        demo=args.demo,
+        answers_path=str(args.answers) if args.answers else None,
+        reboot_timeout_s=60.0 if args.demo else 900.0,
+    )
+    if args.demo:
+        sys.stderr.write(
+            "[simulated] SIMULATED CLUSTER: every host below is simulated on 127.0.0.1; "
+            "addresses in the answers file are never contacted.\n"
+        )
+        async with simulated_targets(answers, args.fault, password) as targets:  # type: ignore[arg-type]
+            return await _run_session(answers, all_steps(), targets, args, bus, options, password)
+    targets = production_targets(answers, password)  # type: ignore[arg-type]
+    return await _run_session(answers, all_steps(), targets, args, bus, options, password)
+
+
+async def _run_session(answers, steps, targets, args, bus, options, password) -> int:  # type: ignore[no-untyped-def]
+    from wizard.session import open_session
+
+    session = open_session(answers, steps, targets, args.state_dir, bus, simulated=args.demo, password=password)
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is not None:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    try:
+        return await session.runner.run(options)
+    except asyncio.CancelledError:
+        sys.stderr.write("roce-wizard: stopped; progress is saved - run the same command again to resume\n")
+        return EXIT_FAILED
+    finally:
+        await session.close()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,145 @@
+"""Subcommands besides the headless run: plan, status, schema, parse and the lab server."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from wizard.errors import EXIT_OK, EXIT_USAGE
+
+
+def dispatch(name: str, args: Sequence[str]) -> int:
+    handler = {"plan": plan_cmd, "status": status_cmd, "schema": schema_cmd, "parse": parse_cmd, "lab": lab_cmd}[name]
+    return handler(list(args))
+
+
+def _parser(prog: str, description: str) -> argparse.ArgumentParser:
+    from wizard.cli import _Parser
+
+    return _Parser(prog=f"roce-wizard {prog}", description=description)
+
+
+# -- plan -------------------------------------------------------------------------------------------------
+def plan_cmd(argv: list[str]) -> int:
+    p = _parser("plan", "Read facts only, change nothing, and print the ordered changes per host.")
+    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
+    p.add_argument("--demo", action="store_true", help="plan against the SIMULATED cluster on 127.0.0.1")
+    p.add_argument("--out", type=Path, help="write DIR/<host>/files/<path> and DIR/<host>/commands.sh")
+    p.add_argument("--only", help="comma-separated stages")
+    p.add_argument("--from", dest="from_stage")
+    p.add_argument("--state-dir", type=Path)
+    p.add_argument("--json", action="store_true", help="print the plans as one JSON document on stdout")
+    p.add_argument("--fault", action="append", default=[])
+    args = p.parse_args(argv)
+    from wizard.answers import load_answers
+    from wizard.cli import UsageError, select_stages
+    from wizard.paths import example_answers
+
+    if args.answers is None and not args.demo:
+        raise UsageError("plan needs --answers FILE (or --demo)")
+    answers = load_answers(args.answers or example_answers())
+    stages = select_stages(args.only, args.from_stage)
+    return asyncio.run(_plan(args, answers, stages))
+
+
+async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  # type: ignore[no-untyped-def]
+    from steps import all_steps
+    from wizard.events import EventBus
+    from wizard.plan_export import print_plans, write_plan_dir
+    from wizard.session import open_session, production_targets, simulated_targets, sudo_password
+
+    password = sudo_password(answers, interactive=True)
+
+    async def with_targets(targets) -> int:  # type: ignore[no-untyped-def]
+        session = open_session(
+            answers, all_steps(), targets, args.state_dir, EventBus(), simulated=args.demo, password=password
+        )
+        try:
+            outcomes = await session.runner.plan_all(stages)
+        finally:
+            await session.close()
+        failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
+        print_plans(outcomes, failures, as_json=args.json, simulated=args.demo)
+        if args.out:
+            write_plan_dir(args.out, outcomes, simulated=args.demo)
+            sys.stderr.write(f"roce-wizard: plan written to {args.out}/<host>/\n")
+        return 1 if failures else EXIT_OK
+
+    if args.demo:
+        async with simulated_targets(answers, args.fault, password) as targets:
+            return await with_targets(targets)
+    return await with_targets(production_targets(answers, password))
+
+
+def _failures(session, outcome) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {
+        host: session.store.host(host).stage(outcome.stage).reason
+        for host, status in outcome.statuses.items()
+        if status == "failed"
+    }
+
+
+# -- status -----------------------------------------------------------------------------------------------
+def status_cmd(argv: list[str]) -> int:
+    p = _parser("status", "Saved progress per stage and host.")
+    p.add_argument("--state-dir", type=Path)
+    p.add_argument("--answers", type=Path, help="find the state directory from this answers file's cluster name")
+    p.add_argument("--demo", action="store_true", help="the demo's state directory")
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args(argv)
+    from wizard.status import find_state_dir, print_status
+
+    state_dir = find_state_dir(args.state_dir, args.answers, demo=args.demo)
+    if state_dir is None:
+        return EXIT_USAGE
+    return print_status(state_dir, as_json=args.json)
+
+
+# -- schema -----------------------------------------------------------------------------------------------
+def schema_cmd(argv: list[str]) -> int:
+    _parser("schema", "Print the JSON Schema of the answers file.").parse_args(argv)
+    from wizard.answers import answers_schema
+
+    print(json.dumps(answers_schema(), indent=2))
+    return EXIT_OK
+
+
+# -- parse ------------------------------------------------------------------------------------------------
+def parse_cmd(argv: list[str]) -> int:
+    from wizard.parsers import TOOLS, ParseError, parse
+
+    p = _parser("parse", "Parse one real tool output and print it as JSON.")
+    p.add_argument("tool", choices=sorted(TOOLS), metavar="TOOL", help="one of: " + ", ".join(sorted(TOOLS)))
+    p.add_argument("file", nargs="?", default="-", help="file with the output, or - for stdin")
+    args = p.parse_args(argv)
+    try:
+        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        sys.stderr.write(f"roce-wizard parse: cannot read {args.file}: {exc.strerror}\n")
+        return EXIT_USAGE
+    try:
+        result = parse(args.tool, text)
+    except ParseError as exc:
+        sys.stderr.write(f"roce-wizard parse: {args.file}: not {args.tool} output: {exc}\n")
+        return EXIT_USAGE
+    print(result.model_dump_json(indent=2))
+    return EXIT_OK
+
+
+# -- lab --------------------------------------------------------------------------------------------------
+def lab_cmd(argv: list[str]) -> int:
+    p = _parser("lab", "The simulated cluster.")
+    sub = p.add_subparsers(dest="action", required=True)
+    serve = sub.add_parser("serve", help="serve SIMULATED hosts over SSH on 127.0.0.1 until interrupted")
+    serve.add_argument("--hosts", type=int, default=2, help="number of hosts (2 = the reference pair)")
+    serve.add_argument("--port", type=int, default=0, help="first port (host i listens on PORT+i); 0 = any free")
+    serve.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]")
+    serve.add_argument("--write-answers", type=Path, help="write an answers file (plus key and known_hosts) for them")
+    args = p.parse_args(argv)
+    from wizard.lab_serve import serve_lab
+
+    return asyncio.run(serve_lab(args.hosts, args.port, args.fault, args.write_answers))

@@ -1,0 +1,61 @@
+"""Headless faces of the event stream: human progress on stderr, JSON lines on stdout."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TextIO
+
+from wizard.events import Event
+
+_MARK = {"done": "ok", "failed": "FAILED", "pending": "waiting", "skipped": "skipped", "running": ".."}
+_CHECK_MARK = {"pass": "+", "warn": "!", "fail": "x", "skip": "-"}
+
+
+class JsonLinesReporter:
+    """One JSON object per event on stdout; nothing else ever goes to stdout in --json mode."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+
+    def __call__(self, event: Event) -> None:
+        self.stream.write(json.dumps(event.to_json_dict(), default=str) + "\n")
+        self.stream.flush()
+
+
+class HumanReporter:
+    """Readable progress on stderr: stage headers, per-host outcomes, plans, failed and warned checks."""
+
+    def __init__(self, stream: TextIO | None = None, *, simulated: bool = False, verbose: bool = False) -> None:
+        self.stream = stream or sys.stderr
+        self.tag = "[simulated] " if simulated else ""
+        self.verbose = verbose
+
+    def _say(self, text: str) -> None:
+        self.stream.write(f"{self.tag}{text}\n")
+        self.stream.flush()
+
+    def __call__(self, event: Event) -> None:
+        d = event.data
+        kind = event.kind
+        if kind == "run_started":
+            self._say(
+                f"roce-wizard: cluster {d['cluster']}, hosts {', '.join(d['hosts'])}; stages {', '.join(d['stages'])}"
+            )
+        elif kind == "stage_started":
+            self._say(f"== {d['stage']}: {d['title']}")
+        elif kind == "plan" and d["changes"]:
+            for change in d["changes"]:
+                self._say(f"   {d['host']}: plan [{change['impact']}] {change['summary']}")
+        elif kind == "change_started":
+            self._say(f"   {d['host']}: applying {d['summary']}")
+        elif kind == "check" and (d["status"] in ("fail", "warn") or self.verbose):
+            fix = f" -> fix: {d['fix']}" if d.get("fix") and d["status"] != "pass" else ""
+            self._say(f"   {d['host']}: [{_CHECK_MARK[d['status']]}] {d['title']}: {d['evidence']}{fix}")
+        elif kind == "host_status" and d["status"] != "running":
+            self._say(f"   {d['host']}: {_MARK.get(d['status'], d['status'])} - {d['reason']}")
+        elif kind == "output" and self.verbose:
+            self._say(f"   {d['host']} | {d['line']}")
+        elif kind == "run_finished":
+            verdict = "all stages verified" if d["exit_code"] == 0 else "not everything is verified"
+            self._say(f"roce-wizard: {verdict} (exit {d['exit_code']}); state and logs in {d['state_dir']}")

@@ -1,0 +1,349 @@
+"""The runner: stages in order, hosts in parallel (bounded), failures isolated per host, state saved as it goes."""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from wizard.answers import Answers
+from wizard.events import EventBus
+from wizard.executors.base import CommandResult, ConnectionLost, Executor, ExecutorError, Stream
+from wizard.logs import HostLogs
+from wizard.state import RunRecord, StateStore, now
+from wizard.step import Change, CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
+
+Confirm = Callable[[str, HostPlan], Awaitable[bool]]
+BACKUP_ROOT = "/var/lib/roce-wizard/backups"
+
+
+class StepFailed(Exception):
+    """A change could not be applied; the message is the one line the operator sees."""
+
+
+@dataclass(slots=True)
+class RunOptions:
+    stages: list[str]
+    allow_disruptive: bool = False
+    reboot_timeout_s: float = 900.0
+    confirm: Confirm | None = None
+    demo: bool = False
+    answers_path: str | None = None
+
+
+@dataclass(slots=True)
+class StageOutcome:
+    stage: str
+    statuses: dict[str, str] = field(default_factory=dict)
+    plans: dict[str, HostPlan] = field(default_factory=dict)
+
+
+class Runner:
+    """Drives steps over hosts through executors; the TUI and headless mode both use it."""
+
+    def __init__(
+        self,
+        answers: Answers,
+        steps: Sequence[Step],
+        executors: dict[str, Executor],
+        store: StateStore,
+        bus: EventBus,
+        logs: HostLogs,
+    ) -> None:
+        self.answers = answers
+        self.steps = {step.id: step for step in steps}
+        self.order = [step.id for step in steps]
+        self.executors = executors
+        self.store = store
+        self.bus = bus
+        self.logs = logs
+        self.facts: dict[str, dict[str, Any]] = {h.name: store.load_facts(h.name) for h in answers.hosts}
+        self._limit = asyncio.Semaphore(answers.ssh.max_parallel_hosts)
+        self._out_of_run: dict[str, str] = {}  # host -> why later stages skip it
+        self.run_id = now().replace(":", "").replace("-", "")
+
+    # -- listener protocol for executors ----------------------------------------------------------------
+    def command_started(self, host: str, command: str) -> None:
+        record = self.store.host(host)
+        record.command_in_flight = command
+        self.store.save_host(host)
+        self.logs.command(host, command)
+        self.bus.emit("command", host=host, command=command)
+
+    def output_line(self, host: str, stream: Stream, line: str) -> None:
+        self.logs.line(host, stream, line)
+        self.bus.emit("output", host=host, stream=stream, line=self.logs.redact(line))
+
+    def command_finished(self, host: str, command: str, result: CommandResult | None, error: str | None) -> None:
+        record = self.store.host(host)
+        record.command_in_flight = None
+        record.last_command = command
+        self.store.save_host(host)
+        self.logs.finished(host, result, error)
+        self.bus.emit(
+            "command_done",
+            host=host,
+            command=command,
+            exit_status=None if result is None else result.exit_status,
+            error=error,
+        )
+
+    # -- whole runs ---------------------------------------------------------------------------------------
+    async def run(self, options: RunOptions) -> int:
+        """Run the selected stages; returns 0 when every stage is verified on every host, else 1."""
+        run = RunRecord(
+            cluster=self.answers.cluster.name,
+            answers_digest=self.answers.digest(),
+            answers_path=options.answers_path,
+            demo=options.demo,
+            hosts=[h.name for h in self.answers.hosts],
+            started_at=now(),
+        )
+        self.store.save_run(run)
+        self.bus.emit("run_started", cluster=run.cluster, hosts=run.hosts, stages=options.stages, demo=options.demo)
+        ok = True
+        try:
+            if "discovery" not in options.stages:
+                await self._refresh_discovery()
+            for stage in options.stages:
+                outcome = await self.run_stage(stage, options)
+                if getattr(self.steps[stage], "available", True):
+                    ok = ok and all(status == "done" for status in outcome.statuses.values())
+        finally:
+            run.finished_at = now()
+            run.exit_code = 0 if ok else 1
+            self.store.save_run(run)
+            self.bus.emit("run_finished", exit_code=run.exit_code, state_dir=str(self.store.root))
+        return run.exit_code
+
+    async def plan_all(self, stages: Sequence[str]) -> list[StageOutcome]:
+        """Probe and plan every stage without changing anything."""
+        outcomes = []
+        if "discovery" not in stages:
+            await self._refresh_discovery()
+        for stage in stages:
+            outcome = StageOutcome(stage)
+            await self._probe_hosts(stage, self._hosts_in_run(), outcome)
+            view = self.view()
+            for host in self._hosts_in_run():
+                if host in outcome.statuses:
+                    continue
+                outcome.plans[host] = self._plan(stage, view, host)
+            outcomes.append(outcome)
+        return outcomes
+
+    def view(self) -> ClusterView:
+        return ClusterView(self.answers, self.facts)
+
+    # -- one stage ----------------------------------------------------------------------------------------
+    async def run_stage(self, stage: str, options: RunOptions) -> StageOutcome:
+        step = self.steps[stage]
+        outcome = StageOutcome(stage)
+        hosts = [h.name for h in self.answers.hosts]
+        self.bus.emit("stage_started", stage=stage, title=step.title)
+        if not getattr(step, "available", True):
+            for host in hosts:
+                self._finish(stage, host, "skipped", step.skip_reason(), outcome)  # type: ignore[attr-defined]
+            self.bus.emit("stage_finished", stage=stage, statuses=dict(outcome.statuses))
+            return outcome
+        for host in hosts:
+            if host in self._out_of_run:
+                self._finish(stage, host, "skipped", self._out_of_run[host], outcome)
+        active = [h for h in hosts if h not in self._out_of_run]
+        for host in active:
+            self._set(stage, host, "running", "probing")
+        await self._probe_hosts(stage, active, outcome)
+        view = self.view()
+        to_apply: dict[str, HostPlan] = {}
+        for host in [h for h in active if h not in outcome.statuses]:
+            plan = self._plan(stage, view, host)
+            outcome.plans[host] = plan
+            if plan.blockers:
+                self._finish(stage, host, "failed", "; ".join(plan.blockers), outcome)
+            elif not plan.empty:
+                if await self._allowed(stage, plan, options):
+                    to_apply[host] = plan
+                else:
+                    why = (
+                        f"{plan.impact.value} changes waiting for confirmation: "
+                        + "; ".join(c.summary for c in plan.changes if c.impact != Impact.SAFE)
+                        + f" (re-run with --yes to apply: roce-wizard --answers FILE --from {stage} --yes)"
+                    )
+                    self._finish(stage, host, "pending", why, outcome)
+        if to_apply:
+            await asyncio.gather(
+                *(self._bounded(self._apply(stage, h, p, options, outcome)) for h, p in to_apply.items())
+            )
+            await self._probe_hosts(stage, [h for h in to_apply if h not in outcome.statuses], outcome)
+        self._verify(stage, [h for h in active if h not in outcome.statuses], outcome)
+        for host, status in outcome.statuses.items():
+            if status != "done" and host not in self._out_of_run:
+                self._out_of_run[host] = f"stage {stage} is {status} on this host"
+        self.bus.emit("stage_finished", stage=stage, statuses=dict(outcome.statuses))
+        return outcome
+
+    async def _allowed(self, stage: str, plan: HostPlan, options: RunOptions) -> bool:
+        if plan.impact == Impact.SAFE or options.allow_disruptive:
+            return True
+        if options.confirm is not None:
+            return await options.confirm(stage, plan)
+        return False
+
+    def _plan(self, stage: str, view: ClusterView, host: str) -> HostPlan:
+        try:
+            plan = self.steps[stage].plan(view, host)
+        except Exception as exc:  # noqa: BLE001 - a bug in one plan must not take down other hosts
+            self.logs.write(host, traceback.format_exc())
+            plan = HostPlan(stage=stage, host=host, blockers=[f"internal error while planning: {exc!r}"])
+        self.bus.emit("plan", stage=stage, host=host, **_plan_payload(plan))
+        return plan
+
+    async def _probe_hosts(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
+        await asyncio.gather(*(self._bounded(self._probe(stage, host, outcome)) for host in hosts))
+
+    async def _probe(self, stage: str, host: str, outcome: StageOutcome) -> None:
+        entry = next(h for h in self.answers.hosts if h.name == host)
+        ctx = ProbeContext(entry, self.executors[host], self.answers, self.facts.setdefault(host, {}))
+        try:
+            self.facts[host][stage] = await self.steps[stage].probe(ctx)
+            self.store.save_facts(host, self.facts[host])
+        except ExecutorError as exc:
+            self._finish(stage, host, "failed", exc.detail, outcome)
+        except Exception as exc:  # noqa: BLE001
+            self.logs.write(host, traceback.format_exc())
+            self._finish(stage, host, "failed", f"internal error while probing: {exc!r}", outcome)
+
+    async def _refresh_discovery(self) -> None:
+        outcome = StageOutcome("discovery")
+        await self._probe_hosts("discovery", [h.name for h in self.answers.hosts], outcome)
+        for host, status in outcome.statuses.items():
+            self._out_of_run[host] = f"discovery {status}: {self.store.host(host).stage('discovery').reason}"
+
+    async def _apply(self, stage: str, host: str, plan: HostPlan, options: RunOptions, outcome: StageOutcome) -> None:
+        executor = self.executors[host]
+        record = self.store.host(host).stage(stage)
+        backup_dir = f"{BACKUP_ROOT}/{self.run_id}/{stage}"
+        self._set(stage, host, "running", f"applying {len(plan.changes)} change(s)")
+        try:
+            for change in plan.changes:
+                self.bus.emit("change_started", stage=stage, host=host, summary=change.summary, impact=change.impact)
+                for backup in await self._apply_change(executor, change, backup_dir, options):
+                    record.backups.append(backup)
+                record.changes_applied += 1
+                self.store.save_host(host)
+        except (ExecutorError, StepFailed) as exc:
+            message = exc.detail if isinstance(exc, ExecutorError) else str(exc)
+            self._finish(stage, host, "failed", message, outcome)
+        except Exception as exc:  # noqa: BLE001
+            self.logs.write(host, traceback.format_exc())
+            self._finish(stage, host, "failed", f"internal error while applying: {exc!r}", outcome)
+
+    async def _apply_change(
+        self, executor: Executor, change: Change, backup_dir: str, options: RunOptions
+    ) -> list[str]:
+        backups = []
+        for file in change.files:
+            backup = await executor.write_file(
+                file.path, file.content, mode=file.mode, owner=file.owner, group=file.group, backup_dir=backup_dir
+            )
+            if backup:
+                backups.append(backup)
+        for command in change.commands:
+            result = await executor.run(
+                command.argv, sudo=command.sudo, input=command.input, timeout_s=command.timeout_s
+            )
+            if result.exit_status not in command.ok_exit_codes:
+                raise StepFailed(
+                    f"{change.summary}: `{command.shell()}` exited {result.exit_status}: {result.first_error_line()}"
+                )
+        if change.reboot:
+            try:
+                await executor.run(["systemctl", "reboot"], sudo=True, timeout_s=30)
+            except ConnectionLost:
+                pass  # the connection going away is what a reboot looks like
+            await executor.wait_until_back(timeout_s=options.reboot_timeout_s)
+        return backups
+
+    def _verify(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
+        step = self.steps[stage]
+        view = self.view()
+        try:
+            cluster = step.cluster_checks(view)
+        except Exception as exc:  # noqa: BLE001
+            cluster = {
+                h: [CheckItem(id="cluster", title="cross-host checks", status="fail", evidence=repr(exc))]
+                for h in hosts
+            }
+        for host in hosts:
+            try:
+                items = step.checks(view, host) + cluster.get(host, [])
+            except Exception as exc:  # noqa: BLE001
+                self.logs.write(host, traceback.format_exc())
+                items = [CheckItem(id="internal", title="verification", status="fail", evidence=repr(exc))]
+            record = self.store.host(host).stage(stage)
+            record.checks = items
+            for item in items:
+                self.bus.emit("check", stage=stage, host=host, **item.model_dump())
+            failed = [i for i in items if i.status == "fail"]
+            if failed:
+                reason = "; ".join(f"{i.title}: {i.evidence}" + (f" (fix: {i.fix})" if i.fix else "") for i in failed)
+                self._finish(stage, host, "failed", reason, outcome)
+            else:
+                plan = outcome.plans.get(host)
+                applied = record.changes_applied if plan and not plan.empty else 0
+                reason = "verified" + (
+                    f" after {applied} change(s)"
+                    if applied
+                    else f"; {plan.noop_reason}"
+                    if plan and plan.noop_reason
+                    else "; nothing to change"
+                )
+                self._finish(stage, host, "done", reason, outcome)
+
+    # -- bookkeeping --------------------------------------------------------------------------------------
+    async def _bounded(self, work: Awaitable[None]) -> None:
+        async with self._limit:
+            await work
+
+    def _hosts_in_run(self) -> list[str]:
+        return [h.name for h in self.answers.hosts if h.name not in self._out_of_run]
+
+    def _set(self, stage: str, host: str, status: str, reason: str) -> None:
+        record = self.store.host(host).stage(stage)
+        if status == "running" and record.status != "running":
+            record.started_at = now()
+            record.finished_at = None
+            record.changes_applied = 0
+        record.status = status  # type: ignore[assignment]
+        record.reason = reason
+        self.store.save_host(host)
+        self.bus.emit("host_status", stage=stage, host=host, status=status, reason=reason)
+
+    def _finish(self, stage: str, host: str, status: str, reason: str, outcome: StageOutcome) -> None:
+        if host in outcome.statuses:
+            return
+        outcome.statuses[host] = status
+        record = self.store.host(host).stage(stage)
+        record.finished_at = now()
+        self._set(stage, host, status, reason)
+
+
+def _plan_payload(plan: HostPlan) -> dict[str, Any]:
+    return {
+        "impact": plan.impact.value,
+        "noop_reason": plan.noop_reason,
+        "notes": plan.notes,
+        "blockers": plan.blockers,
+        "changes": [
+            {
+                "summary": c.summary,
+                "impact": c.impact.value,
+                "why": c.why,
+                "files": [f.path for f in c.files],
+                "commands": [cmd.shell() for cmd in c.commands] + (["systemctl reboot"] if c.reboot else []),
+            }
+            for c in plan.changes
+        ],
+    }

@@ -1,0 +1,121 @@
+"""Builds a run from answers: executors per host (production SSH or the simulated lab on loopback), state, logs."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import sys
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from wizard.answers import SUDO_PASSWORD_ENV, Answers
+from wizard.errors import WizardError
+from wizard.events import EventBus
+from wizard.executors.ssh import SshExecutor, SshTarget
+from wizard.logs import HostLogs, Redactor
+from wizard.paths import default_state_dir
+from wizard.runner import Runner
+from wizard.state import StateStore
+from wizard.step import Step
+
+
+@dataclass(slots=True)
+class Session:
+    """Everything one run needs; close it to release connections and log files."""
+
+    answers: Answers
+    runner: Runner
+    store: StateStore
+    executors: dict[str, SshExecutor]
+    logs: HostLogs
+    simulated: bool
+
+    async def close(self) -> None:
+        for executor in self.executors.values():
+            await executor.close()
+        self.logs.close()
+
+
+def sudo_password(answers: Answers, *, interactive: bool) -> str | None:
+    """The sudo password from the environment or a prompt; never from a file."""
+    if answers.ssh.sudo != "password":
+        return None
+    value = os.environ.get(SUDO_PASSWORD_ENV)
+    if value:
+        return value
+    if interactive and sys.stdin.isatty():
+        return getpass.getpass("sudo password for the hosts (not stored): ")
+    raise WizardError(f"ssh.sudo is 'password' but ${SUDO_PASSWORD_ENV} is not set and there is no terminal to prompt")
+
+
+def production_targets(answers: Answers, password: str | None) -> dict[str, SshTarget]:
+    ssh = answers.ssh
+    return {
+        host.name: SshTarget(
+            name=host.name,
+            address=host.address,
+            port=host.port or ssh.port,
+            username=host.user or ssh.user,
+            identity_file=ssh.identity_file,
+            known_hosts=ssh.known_hosts,
+            accept_new_host_keys=ssh.accept_new_host_keys,
+            connect_timeout_s=ssh.connect_timeout_s,
+            keepalive_interval_s=ssh.keepalive_interval_s,
+            command_timeout_s=ssh.command_timeout_s,
+            sudo_password=password,
+        )
+        for host in answers.hosts
+    }
+
+
+@contextlib.asynccontextmanager
+async def simulated_targets(
+    answers: Answers, faults: Sequence[str], password: str | None
+) -> AsyncIterator[dict[str, SshTarget]]:
+    """Start the simulated lab for the answers' hosts and yield targets that reach it on 127.0.0.1.
+
+    The answers' addresses appear only inside the simulation (as the hosts' management addresses); nothing
+    is ever sent to them.
+    """
+    from wizard.lab import Lab, parse_fault
+
+    parsed = [parse_fault(spec) for spec in faults]
+    names = [h.name for h in answers.hosts]
+    unknown = sorted({f.host for f in parsed} - set(names))
+    if unknown:
+        raise WizardError(f"--fault names unknown host(s): {', '.join(unknown)} (hosts: {', '.join(names)})")
+    mgmt = {h.name: h.address for h in answers.hosts}
+    lab = Lab.reference(names, mgmt_addresses=mgmt, faults=parsed)
+    await lab.start()
+    try:
+        targets = production_targets(answers, password)
+        for name, target in targets.items():
+            target.address, target.port = lab.endpoint(name)
+            target.identity_file = str(lab.client_key_path)
+            target.known_hosts = str(lab.known_hosts_path)
+            target.accept_new_host_keys = False
+            target.connect_timeout_s = min(target.connect_timeout_s, 5.0)
+        yield targets
+    finally:
+        await lab.stop()
+
+
+def open_session(
+    answers: Answers,
+    steps: Sequence[Step],
+    targets: dict[str, SshTarget],
+    state_dir: Path | None,
+    bus: EventBus,
+    *,
+    simulated: bool,
+    password: str | None,
+) -> Session:
+    store = StateStore(state_dir or default_state_dir(answers.cluster.name, demo=simulated))
+    logs = HostLogs(store.logs_dir, Redactor([password] if password else []))
+    executors: dict[str, SshExecutor] = {}
+    runner = Runner(answers, steps, executors, store, bus, logs)  # type: ignore[arg-type]
+    for name, target in targets.items():
+        executors[name] = SshExecutor(target, listener=runner)
+    return Session(answers, runner, store, executors, logs, simulated)

@@ -1,0 +1,165 @@
+"""What a stage is: read-only probes, a pure plan of exact changes, and pure verification checks."""
+
+from __future__ import annotations
+
+import difflib
+import shlex
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+if TYPE_CHECKING:
+    from wizard.answers import Answers, HostEntry
+    from wizard.executors.base import Executor
+
+
+class Impact(StrEnum):
+    """How much a change can hurt: safe runs unattended; the others need --yes or a confirmation."""
+
+    SAFE = "safe"
+    DISRUPTIVE = "disruptive"
+    REBOOT = "reboot"
+
+
+_IMPACT_ORDER = {Impact.SAFE: 0, Impact.DISRUPTIVE: 1, Impact.REBOOT: 2}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RemoteCommand(_Model):
+    """One command, built as an argv (quoted with shlex when sent), never as a shell pipeline."""
+
+    argv: list[str]
+    sudo: bool = True
+    input: str | None = None
+    timeout_s: float | None = None
+    ok_exit_codes: list[int] = Field(default_factory=lambda: [0])
+
+    def shell(self) -> str:
+        """The command line as an operator would type it (used by plan output and commands.sh)."""
+        line = shlex.join(self.argv)
+        if self.input is not None:
+            line = f"printf '%s' {shlex.quote(self.input)} | {('sudo ' if self.sudo else '')}{line}"
+            return line
+        return f"sudo {line}" if self.sudo else line
+
+
+class FileWrite(_Model):
+    """A file the stage installs, with the content it had before (None: new file)."""
+
+    path: str
+    content: str
+    mode: int = 0o644
+    owner: str = "root"
+    group: str = "root"
+    before: str | None = None
+
+    def diff(self) -> str:
+        """Unified diff from the current content to the new one."""
+        before = (self.before or "").splitlines(keepends=True)
+        after = self.content.splitlines(keepends=True)
+        label = "/dev/null" if self.before is None else f"a{self.path}"
+        return "".join(difflib.unified_diff(before, after, label, f"b{self.path}"))
+
+
+class Change(_Model):
+    """One reviewable unit of work on one host: files first, then commands, then an optional reboot."""
+
+    summary: str
+    why: str = ""
+    impact: Impact = Impact.SAFE
+    files: list[FileWrite] = Field(default_factory=list)
+    commands: list[RemoteCommand] = Field(default_factory=list)
+    reboot: bool = False
+
+
+class HostPlan(_Model):
+    """The ordered changes a stage would make on one host, or why it makes none."""
+
+    stage: str
+    host: str
+    changes: list[Change] = Field(default_factory=list)
+    noop_reason: str | None = None
+    notes: list[str] = Field(default_factory=list)
+    blockers: list[str] = Field(default_factory=list)
+
+    @property
+    def impact(self) -> Impact:
+        worst = Impact.SAFE
+        for change in self.changes:
+            if _IMPACT_ORDER[change.impact] > _IMPACT_ORDER[worst]:
+                worst = change.impact
+        return worst
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+CheckStatus = Literal["pass", "fail", "warn", "skip"]
+
+
+class CheckItem(_Model):
+    """One verification item with the evidence behind its verdict and, when it fails, the fix."""
+
+    id: str
+    title: str
+    status: CheckStatus
+    evidence: str = ""
+    fix: str | None = None
+
+
+@dataclass(slots=True)
+class ClusterView:
+    """Everything a pure plan or check may look at: the answers and the latest facts of every host."""
+
+    answers: Answers
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def host(self, name: str) -> HostEntry:
+        for entry in self.answers.hosts:
+            if entry.name == name:
+                return entry
+        raise KeyError(name)
+
+    def stage_facts(self, host: str, stage: str) -> dict[str, Any] | None:
+        return self.facts.get(host, {}).get(stage)
+
+
+@dataclass(slots=True)
+class ProbeContext:
+    """What a probe gets: the host, its executor and the answers."""
+
+    host: HostEntry
+    executor: Executor
+    answers: Answers
+    facts: dict[str, Any]
+
+
+class Step(ABC):
+    """A stage of the bring-up. Probes read; ``plan`` and ``checks`` are pure functions of facts."""
+
+    id: ClassVar[str]
+    title: ClassVar[str]
+    summary: ClassVar[str]
+
+    @abstractmethod
+    async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
+        """Read the host's current state for this stage (no changes). Returns JSON-able facts."""
+
+    @abstractmethod
+    def plan(self, view: ClusterView, host: str) -> HostPlan:
+        """The exact changes needed on ``host`` to reach the answers' state, from facts only."""
+
+    @abstractmethod
+    def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
+        """Verification items for ``host`` from fresh facts; a 'fail' item fails the stage on that host."""
+
+    def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
+        """Checks that compare hosts with each other (differences, pairing); empty by default."""
+        return {}
