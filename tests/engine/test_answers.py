@@ -61,8 +61,14 @@ def test_unknown_keys_are_named_with_their_line() -> None:
         ("roce:\n  pfc_priority: 8\n", "roce.pfc_priority (line 8)"),
         ("ssh:\n  port: 70000\n", "ssh.port (line 8)"),
         ("network:\n  rails:\n    - subnet: 192.168.1.5/24\n", "network.rails[0].subnet (line 9)"),
-        ("network:\n  rails:\n    - subnet: 192.168.1.0/24\n      netdev: 'eth 0'\n", "network.rails[0].netdev (line 10)"),
-        ("network:\n  rails:\n    - subnet: 192.168.1.0/24\n      netdev: averyveryverylongname0\n", "network.rails[0].netdev"),
+        (
+            "network:\n  rails:\n    - subnet: 192.168.1.0/24\n      netdev: 'eth 0'\n",
+            "network.rails[0].netdev (line 10)",
+        ),
+        (
+            "network:\n  rails:\n    - subnet: 192.168.1.0/24\n      netdev: averyveryverylongname0\n",
+            "network.rails[0].netdev",
+        ),
         ("inference:\n  model: llama\n", "inference.model (line 8)"),
     ],
 )
@@ -94,12 +100,16 @@ def test_malformed_addresses_are_refused() -> None:
 
 def test_overlapping_subnets_are_refused() -> None:
     text = BASE + "network:\n  rails:\n    - subnet: 192.168.0.0/16\n    - subnet: 192.168.3.0/24\n"
-    assert problems(text) == ["network.rails[1].subnet (line 10): 192.168.3.0/24 overlaps network.rails[0].subnet 192.168.0.0/16"]
+    assert problems(text) == [
+        "network.rails[1].subnet (line 10): 192.168.3.0/24 overlaps network.rails[0].subnet 192.168.0.0/16"
+    ]
 
 
 def test_rail_subnets_must_not_contain_the_management_addresses() -> None:
     text = BASE + "network:\n  rails:\n    - subnet: 10.0.0.0/24\n"
-    assert problems(text)[0].startswith("hosts[0].address (line 4): management address 10.0.0.11 of server1 lies inside")
+    assert problems(text)[0].startswith(
+        "hosts[0].address (line 4): management address 10.0.0.11 of server1 lies inside"
+    )
 
 
 def test_pfc_priority_must_agree_with_the_tos() -> None:
