@@ -177,7 +177,9 @@ class Runner:
                 *(self._bounded(self._apply(stage, h, p, options, outcome)) for h, p in to_apply.items())
             )
             await self._probe_hosts(stage, [h for h in to_apply if h not in outcome.statuses], outcome)
-        self._verify(stage, [h for h in active if h not in outcome.statuses], outcome)
+        remaining = [h for h in active if h not in outcome.statuses]
+        await self._cluster_probe(stage, remaining, outcome)
+        self._verify(stage, [h for h in remaining if h not in outcome.statuses], outcome)
         for host, status in outcome.statuses.items():
             if status != "done" and host not in self._out_of_run:
                 self._out_of_run[host] = f"stage {stage} is {status} on this host"
@@ -265,6 +267,24 @@ class Runner:
                 pass  # the connection going away is what a reboot looks like
             await executor.wait_until_back(timeout_s=options.reboot_timeout_s)
         return backups
+
+    async def _cluster_probe(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
+        if not hosts:
+            return
+        view = ClusterView(self.answers, {h: self.facts.get(h, {}) for h in hosts})
+        try:
+            extra = await self.steps[stage].cluster_probe(view, {h: self.executors[h] for h in hosts})
+        except ExecutorError as exc:
+            self._finish(stage, exc.host, "failed", exc.detail, outcome)
+            return
+        except Exception as exc:  # noqa: BLE001
+            for host in hosts:
+                self.logs.write(host, traceback.format_exc())
+                self._finish(stage, host, "failed", f"internal error in cross-host tests: {exc!r}", outcome)
+            return
+        for host, facts in extra.items():
+            self.facts.setdefault(host, {}).setdefault(stage, {})["cluster"] = facts
+            self.store.save_facts(host, self.facts[host])
 
     def _verify(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
         step = self.steps[stage]

@@ -163,3 +163,11 @@ class Step(ABC):
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         """Checks that compare hosts with each other (differences, pairing); empty by default."""
         return {}
+
+    async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
+        """Read-only tests that need several hosts at once (a ping across a rail, an NCCL run).
+
+        Runs after every host's probe, right before the checks, on the hosts still in the run. Returns extra
+        facts per host; the runner stores them under ``facts[host][stage]["cluster"]``.
+        """
+        return {}
