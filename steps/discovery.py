@@ -30,11 +30,14 @@ class Discovery(Step):
 
         async def out(argv: list[str] | str) -> str:
             result = await ex.run(argv)
+            name = argv[0] if isinstance(argv, list) else argv.split()[0]
             if result.exit_status == 127:
-                name = argv[0] if isinstance(argv, list) else argv.split()[0]
                 notes.append(f"{name}: not installed")
                 return ""
-            return result.stdout if result.ok else ""
+            # grep exits 2 when some files could not be read (unused GID entries read as EINVAL) yet prints the rest.
+            if result.ok or (name == "grep" and result.exit_status == 2):
+                return result.stdout
+            return ""
 
         osr = df.try_parse("os_release", await out(["cat", "/etc/os-release"]), notes)
         if osr:

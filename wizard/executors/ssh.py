@@ -192,16 +192,17 @@ class SshExecutor:
         remote = command
         if sudo:
             remote, stdin = await self._with_sudo(argv, input)
+        shown = f"sudo {command}" if sudo else command
         if self.listener:
-            self.listener.command_started(self.name, command)
+            self.listener.command_started(self.name, shown)
         try:
             result = await self._exec(command, remote, stdin, timeout_s or self.target.command_timeout_s, on_line)
         except Exception as exc:
             if self.listener:
-                self.listener.command_finished(self.name, command, None, str(exc))
+                self.listener.command_finished(self.name, shown, None, str(exc))
             raise
         if self.listener:
-            self.listener.command_finished(self.name, command, result, None)
+            self.listener.command_finished(self.name, shown, result, None)
         return result
 
     async def _with_sudo(self, argv: Sequence[str] | str, input: str | None) -> tuple[str, str | None]:
@@ -249,6 +250,8 @@ class SshExecutor:
 
         async def pump(reader: asyncssh.SSHReader[str], stream: Stream, sink: list[str]) -> None:
             async for line in reader:
+                if not line:
+                    continue
                 text = line.rstrip("\n")
                 sink.append(text)
                 if on_line:
