@@ -139,7 +139,10 @@ class SshExecutor:
 
     async def _record_new_host_key(self, known: Path) -> None:
         t = self.target
-        key = await asyncssh.get_server_host_key(t.address, t.port, login_timeout=t.connect_timeout_s)
+        try:
+            key = await asyncio.wait_for(asyncssh.get_server_host_key(t.address, t.port), t.connect_timeout_s)
+        except (TimeoutError, OSError, asyncssh.Error) as exc:
+            raise HostUnreachable(t.name, f"cannot fetch the host key of {self._host_pattern()}: {exc}") from None
         if key is None:
             raise HostKeyRejected(t.name, "server offered no host key")
         known.parent.mkdir(parents=True, exist_ok=True)
