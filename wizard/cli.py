@@ -10,14 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from wizard import __version__
-from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, WizardError
+from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, UsageError, WizardError
 
 STAGE_IDS = ("discovery", "ofed", "network", "roce", "gpudirect", "nccl", "inference")
 SUBCOMMANDS = ("plan", "status", "schema", "parse", "lab")
-
-
-class UsageError(WizardError):
-    """Bad command-line usage (exit 2)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -127,6 +123,9 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
         reboot_timeout_s=60.0 if args.demo else 900.0,
     )
     if args.demo:
+        from wizard.session import check_faults
+
+        check_faults(answers, args.fault)  # type: ignore[arg-type]
         sys.stderr.write(
             "[simulated] SIMULATED CLUSTER: every host below is simulated on 127.0.0.1; "
             "addresses in the answers file are never contacted.\n"

@@ -36,7 +36,8 @@ def plan_cmd(argv: list[str]) -> int:
     p.add_argument("--fault", action="append", default=[])
     args = p.parse_args(argv)
     from wizard.answers import load_answers
-    from wizard.cli import UsageError, select_stages
+    from wizard.cli import select_stages
+    from wizard.errors import UsageError
     from wizard.paths import example_answers
 
     if args.answers is None and not args.demo:

@@ -22,3 +22,7 @@ class AnswersError(WizardError):
 
 class StateError(WizardError):
     """The saved state cannot be used (unknown schema version, unreadable file)."""
+
+
+class UsageError(WizardError):
+    """Bad command-line usage or options (exit 2)."""

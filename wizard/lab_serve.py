@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from wizard import yamlio
-from wizard.errors import EXIT_OK, WizardError
+from wizard.errors import EXIT_OK, UsageError
 
 
 def lab_answers(names: list[str], endpoints: dict[str, tuple[str, int]], key: Path, known_hosts: Path) -> dict:
@@ -42,11 +42,11 @@ async def serve_lab(hosts: int, port: int, faults: list[str], write_answers: Pat
     from wizard.lab import Lab, parse_fault
 
     if hosts < 1 or hosts > 4096:
-        raise WizardError("--hosts must be between 1 and 4096")
+        raise UsageError("--hosts must be between 1 and 4096")
     try:
         parsed = [parse_fault(spec) for spec in faults]
     except ValueError as exc:
-        raise WizardError(str(exc)) from None
+        raise UsageError(str(exc)) from None
     lab = Lab.reference(["server1", "server2"], faults=parsed) if hosts == 2 else Lab.generated(hosts, faults=parsed)
     await lab.start(base_port=port)
     try:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.answers import SUDO_PASSWORD_ENV, Answers
-from wizard.errors import WizardError
+from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus
 from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.logs import HostLogs, Redactor
@@ -19,6 +19,8 @@ from wizard.paths import default_state_dir
 from wizard.runner import Runner
 from wizard.state import StateStore
 from wizard.step import Step
+
+LAB_TIME_SCALE_ENV = "ROCE_WIZARD_LAB_TIME_SCALE"
 
 
 @dataclass(slots=True)
@@ -79,15 +81,16 @@ async def simulated_targets(
     The answers' addresses appear only inside the simulation (as the hosts' management addresses); nothing
     is ever sent to them.
     """
-    from wizard.lab import Lab, parse_fault
+    from wizard.lab import Lab
 
-    parsed = [parse_fault(spec) for spec in faults]
+    parsed = check_faults(answers, faults)
     names = [h.name for h in answers.hosts]
-    unknown = sorted({f.host for f in parsed} - set(names))
-    if unknown:
-        raise WizardError(f"--fault names unknown host(s): {', '.join(unknown)} (hosts: {', '.join(names)})")
     mgmt = {h.name: h.address for h in answers.hosts}
     lab = Lab.reference(names, mgmt_addresses=mgmt, faults=parsed)
+    # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
+    scale = float(os.environ.get(LAB_TIME_SCALE_ENV, "1") or 1)
+    lab.time_scale = scale
+    lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
     await lab.start()
     try:
         targets = production_targets(answers, password)
@@ -100,6 +103,21 @@ async def simulated_targets(
         yield targets
     finally:
         await lab.stop()
+
+
+def check_faults(answers: Answers, faults: Sequence[str]) -> list:  # type: ignore[type-arg]
+    """Parse --fault specs and check they name hosts of the answers; a bad spec is a usage error."""
+    from wizard.lab import parse_fault
+
+    try:
+        parsed = [parse_fault(spec) for spec in faults]
+    except ValueError as exc:
+        raise UsageError(f"--fault: {exc}") from None
+    names = [h.name for h in answers.hosts]
+    unknown = sorted({f.host for f in parsed} - set(names))
+    if unknown:
+        raise UsageError(f"--fault names unknown host(s): {', '.join(unknown)} (hosts: {', '.join(names)})")
+    return parsed
 
 
 def open_session(

@@ -1,0 +1,112 @@
+"""The headless run as a subprocess against the simulated cluster: exit codes, JSON events, resume, plan --out."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
+ENV = {**os.environ, "ROCE_WIZARD_LAB_TIME_SCALE": "0.01"}
+
+
+def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wizard", *args], capture_output=True, text=True, timeout=timeout, env=ENV
+    )
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
+
+
+def test_demo_json_run_verifies_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    first = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--json", "--state-dir", str(state))
+    assert first.returncode == 0, first.stderr[-3000:]
+    stream = events(first.stdout)  # every stdout line is one JSON event
+    assert stream[0]["event"] == "run_started" and stream[0]["demo"] is True
+    assert stream[-1] == {**stream[-1], "event": "run_finished", "exit_code": 0}
+    assert "[simulated]" in first.stderr and "SIMULATED CLUSTER" in first.stderr
+    second = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--json", "--state-dir", str(state))
+    assert second.returncode == 0
+    applied = [e for e in events(second.stdout) if e["event"] == "change_started"]
+    assert applied == [], "a second run must plan nothing"
+    status = cli("status", "--state-dir", str(state), "--json")
+    doc = json.loads(status.stdout)
+    assert doc["run"]["demo"] is True
+    assert doc["hosts"]["server1"]["stages"]["discovery"]["status"] == "done"
+
+
+def test_state_and_logs_are_private_and_hold_no_secret(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    result = cli("--demo", "--only", "discovery", "--state-dir", str(state))
+    assert result.returncode == 0, result.stderr[-2000:]
+    for path in [state / "run.json", state / "hosts" / "server1.json", state / "logs" / "server1.log"]:
+        assert path.stat().st_mode & 0o777 == 0o600, path
+    log = (state / "logs" / "server1.log").read_text()
+    assert "$ lspci -D -nn -d 15b3:" in log and "ConnectX-4 Lx" in log
+
+
+def test_an_unreachable_host_fails_alone_with_a_one_line_reason(tmp_path: Path) -> None:
+    result = cli("--demo", "--only", "discovery", "--fault", "server2:unreachable", "--state-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert "server1: ok" in result.stderr
+    line = next(ln for ln in result.stderr.splitlines() if "server2: FAILED" in ln)
+    assert "cannot connect to 127.0.0.1" in line
+    assert "Traceback" not in result.stderr
+
+
+def test_refused_sudo_fails_discovery_on_that_host_only(tmp_path: Path) -> None:
+    result = cli("--demo", "--only", "discovery", "--fault", "server2:sudo_refused", "--state-dir", str(tmp_path))
+    assert result.returncode == 1
+    assert "server1: ok" in result.stderr
+    assert any("server2: FAILED" in ln and "sudo" in ln for ln in result.stderr.splitlines())
+
+
+def test_a_bad_fault_spec_is_a_usage_error(tmp_path: Path) -> None:
+    result = cli("--demo", "--fault", "server9:pfc_off", "--state-dir", str(tmp_path))
+    assert result.returncode == 2
+    assert "server9" in result.stderr
+
+
+def test_plan_out_writes_each_hosts_commands(tmp_path: Path) -> None:
+    out = tmp_path / "plan"
+    result = cli("plan", "--demo", "--answers", str(EXAMPLE), "--out", str(out), "--state-dir", str(tmp_path / "s"))
+    assert result.returncode == 0, result.stderr[-2000:]
+    for host in ("server1", "server2"):
+        script = out / host / "commands.sh"
+        assert script.exists()
+        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+    assert "# server1" in result.stdout
+
+
+def test_killing_the_run_at_any_point_leaves_a_resumable_state(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wizard", "--demo", "--yes", "--json", "--state-dir", str(state)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**ENV, "ROCE_WIZARD_LAB_TIME_SCALE": "0.2"},
+    )
+    assert proc.stdout is not None
+    seen = 0
+    for line in proc.stdout:
+        if json.loads(line)["event"] == "command_done":
+            seen += 1
+            if seen == 12:
+                break
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    for path in (state / "hosts").glob("*.json"):
+        json.loads(path.read_text())  # never corrupt
+    time.sleep(0.1)
+    resumed = cli("--demo", "--yes", "--json", "--state-dir", str(state))
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    status = json.loads(cli("status", "--state-dir", str(state), "--json").stdout)
+    assert status["hosts"]["server2"]["command_in_flight"] is None
