@@ -30,6 +30,7 @@ class HumanReporter:
         self.stream = stream or sys.stderr
         self.tag = "[simulated] " if simulated else ""
         self.verbose = verbose
+        self.simulated_hosts: set[str] = set()
 
     def _say(self, text: str) -> None:
         self.stream.write(f"{self.tag}{text}\n")
@@ -38,6 +39,13 @@ class HumanReporter:
     def __call__(self, event: Event) -> None:
         d = event.data
         kind = event.kind
+        if kind == "host_simulated":
+            if not self.tag:
+                self._say(f"   {d['host']}: this host reports that it is SIMULATED (a roce-wizard lab host)")
+            self.simulated_hosts.add(d["host"])
+            return
+        if not self.tag and d.get("host") in self.simulated_hosts:
+            d = {**d, "host": f"{d['host']} [simulated]"}
         if kind == "run_started":
             self._say(
                 f"roce-wizard: cluster {d['cluster']}, hosts {', '.join(d['hosts'])}; stages {', '.join(d['stages'])}"

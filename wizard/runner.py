@@ -211,6 +211,8 @@ class Runner:
         try:
             self.facts[host][stage] = await self.steps[stage].probe(ctx)
             self.store.save_facts(host, self.facts[host])
+            if stage == "discovery" and self.facts[host][stage].get("simulated"):
+                self.bus.emit("host_simulated", host=host)
         except ExecutorError as exc:
             self._finish(stage, host, "failed", exc.detail, outcome)
         except Exception as exc:  # noqa: BLE001
