@@ -125,6 +125,10 @@ class Discovery(Step):
         facts = df.DiscoveryFacts.model_validate(raw)
         return discovery_checks(facts, view.answers.discovery)
 
+    def describe(self, view: ClusterView, host: str) -> list[str]:
+        raw = view.stage_facts(host, self.id)
+        return describe_host(df.DiscoveryFacts.model_validate(raw)) if raw else []
+
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         facts = {
             h.name: df.DiscoveryFacts.model_validate(view.stage_facts(h.name, self.id))
@@ -233,6 +237,31 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
             )
         )
     return items
+
+
+def describe_host(facts: df.DiscoveryFacts) -> list[str]:
+    """What discovery found, in a few lines an operator can scan."""
+    stack = f"{facts.ofed_stack} {facts.ofed_version}" if facts.ofed_stack else "inbox driver"
+    lines = [f"{facts.os_pretty or facts.os_id} ({facts.kernel}), {stack}, SSH via {facts.ssh_interface or '?'}"]
+    for port in facts.ports:
+        speed = f"{port.speed_mbps // 1000}G" if port.speed_mbps else "no link"
+        rdma = f"{port.rdma_device}/{port.rdma_port}" if port.rdma_device else "no RDMA device"
+        gid = port.roce_v2_ipv4_gid
+        lines.append(
+            f"  {port.netdev or '?':<12} {rdma:<16} {port.model} fw {port.firmware or '?'} {port.pci} numa "
+            f"{port.numa_node if port.numa_node is not None else '?'} {speed} mtu {port.mtu or '?'}"
+            + (f" RoCEv2 GID {gid}" if gid is not None else "")
+        )
+    if facts.gpus:
+        names = sorted({g.name for g in facts.gpus})
+        lines.append(f"  {len(facts.gpus)} x {', '.join(names)} (driver {facts.gpu_driver or '?'})")
+        groups: dict[tuple[str, ...], list[int]] = {}
+        for gpu in facts.gpus:
+            if gpu.nearest_nics:
+                groups.setdefault(tuple(gpu.nearest_nics), []).append(gpu.index)
+        for nics, indices in groups.items():
+            lines.append(f"  GPU {','.join(map(str, indices))} nearest NIC: {', '.join(nics)}")
+    return lines
 
 
 def host_differences(facts: dict[str, df.DiscoveryFacts]) -> dict[str, list[CheckItem]]:

@@ -55,6 +55,9 @@ class HumanReporter:
         elif kind == "plan" and d["changes"]:
             for change in d["changes"]:
                 self._say(f"   {d['host']}: plan [{change['impact']}] {change['summary']}")
+        elif kind == "summary":
+            for line in d["lines"]:
+                self._say(f"   {d['host']}: {line}")
         elif kind == "change_started":
             self._say(f"   {d['host']}: applying {d['summary']}")
         elif kind == "check" and (d["status"] in ("fail", "warn") or self.verbose):

@@ -304,6 +304,12 @@ class Runner:
             except Exception as exc:  # noqa: BLE001
                 self.logs.write(host, traceback.format_exc())
                 items = [CheckItem(id="internal", title="verification", status="fail", evidence=repr(exc))]
+            try:
+                lines = step.describe(view, host)
+            except Exception:  # noqa: BLE001 - a summary is a courtesy, never a reason to fail
+                lines = []
+            if lines:
+                self.bus.emit("summary", stage=stage, host=host, lines=lines)
             record = self.store.host(host).stage(stage)
             record.checks = items
             for item in items:

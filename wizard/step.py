@@ -160,6 +160,10 @@ class Step(ABC):
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
         """Verification items for ``host`` from fresh facts; a 'fail' item fails the stage on that host."""
 
+    def describe(self, view: ClusterView, host: str) -> list[str]:
+        """A few lines for people about what this stage found on ``host`` (shown after its checks)."""
+        return []
+
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         """Checks that compare hosts with each other (differences, pairing); empty by default."""
         return {}
