@@ -176,7 +176,10 @@ class Runner:
             await asyncio.gather(
                 *(self._bounded(self._apply(stage, h, p, options, outcome)) for h, p in to_apply.items())
             )
-            await self._probe_hosts(stage, [h for h in to_apply if h not in outcome.statuses], outcome)
+            changed = [h for h in to_apply if h not in outcome.statuses]
+            if stage != "discovery" and "discovery" in self.steps:
+                await self._refresh_discovery_after(stage, changed, outcome)
+            await self._probe_hosts(stage, [h for h in changed if h not in outcome.statuses], outcome)
         remaining = [h for h in active if h not in outcome.statuses]
         await self._cluster_probe(stage, remaining, outcome)
         self._verify(stage, [h for h in remaining if h not in outcome.statuses], outcome)
@@ -224,6 +227,20 @@ class Runner:
         await self._probe_hosts("discovery", [h.name for h in self.answers.hosts], outcome)
         for host, status in outcome.statuses.items():
             self._out_of_run[host] = f"discovery {status}: {self.store.host(host).stage('discovery').reason}"
+
+    async def _refresh_discovery_after(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
+        """Changes move what discovery sees (device names, addresses, GIDs, MTU); later plans need it fresh."""
+
+        async def refresh(host: str) -> None:
+            entry = next(h for h in self.answers.hosts if h.name == host)
+            ctx = ProbeContext(entry, self.executors[host], self.answers, self.facts.setdefault(host, {}))
+            try:
+                self.facts[host]["discovery"] = await self.steps["discovery"].probe(ctx)
+                self.store.save_facts(host, self.facts[host])
+            except ExecutorError as exc:
+                self._finish(stage, host, "failed", f"re-reading the host after the changes: {exc.detail}", outcome)
+
+        await asyncio.gather(*(self._bounded(refresh(host)) for host in hosts))
 
     async def _apply(self, stage: str, host: str, plan: HostPlan, options: RunOptions, outcome: StageOutcome) -> None:
         executor = self.executors[host]
