@@ -193,3 +193,11 @@ async def test_after_a_reboot_the_executor_waits_and_reconnects(lab: Lab) -> Non
     await ex.wait_until_back(timeout_s=30)
     assert (await ex.run(["hostname"])).stdout == "server1"
     await ex.close()
+
+
+async def test_files_read_back_byte_for_byte(lab: Lab) -> None:
+    ex = executor(lab)
+    for content in ("a\nb\n", "no newline at the end", "blank lines\n\n\n", ""):
+        await ex.write_file("/etc/roce-exact", content, mode=0o644)
+        assert await ex.read_file("/etc/roce-exact") == content
+    await ex.close()

@@ -53,6 +53,8 @@ class CommandResult:
     stdout: str
     stderr: str
     duration_s: float
+    raw_stdout: str = ""
+    """stdout exactly as received (``stdout`` is its lines joined without the final newline, for parsing)."""
 
     @property
     def ok(self) -> bool:

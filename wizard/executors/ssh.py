@@ -242,6 +242,7 @@ class SshExecutor:
         started = time.monotonic()
         out: list[str] = []
         err: list[str] = []
+        raw: list[str] = []
         try:
             process = await self._conn.create_process(remote, encoding="utf-8", errors="replace")
         except (asyncssh.Error, OSError) as exc:
@@ -255,6 +256,8 @@ class SshExecutor:
             async for line in reader:
                 if not line:
                     continue
+                if stream == "stdout":
+                    raw.append(line)
                 text = line.rstrip("\n")
                 sink.append(text)
                 if on_line:
@@ -282,14 +285,14 @@ class SshExecutor:
             raise ConnectionLost(self.name, f"connection lost during {shown!r} (no exit status)")
         if status < 0 and process.exit_signal:
             status = 128 + 9
-        return CommandResult(shown, status, "\n".join(out), "\n".join(err), time.monotonic() - started)
+        return CommandResult(shown, status, "\n".join(out), "\n".join(err), time.monotonic() - started, "".join(raw))
 
     # -- files --------------------------------------------------------------------------------------------
     async def read_file(self, path: str, *, sudo: bool = False) -> str | None:
         """Content of ``path`` or None when it does not exist."""
         result = await self.run(["cat", "--", path], sudo=sudo)
         if result.ok:
-            return result.stdout + ("\n" if result.stdout else "")
+            return result.raw_stdout
         if "No such file" in result.stderr:
             return None
         raise ConnectionLost(self.name, f"cannot read {path}: {result.first_error_line()}")
