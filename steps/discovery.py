@@ -181,7 +181,7 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
             fix=None if ports else "check the cards are seated and visible: lspci -nn -d 15b3:",
         )
     )
-    unmapped = [p for p in ports if not p.rdma_device]
+    unmapped = [p for p in ports if not p.rdma_device and not _lag_member(p, ports)]
     add(
         CheckItem(
             id="rdma_mapping",
@@ -237,6 +237,15 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
             )
         )
     return items
+
+
+def _lag_member(port: df.NicPort, ports: list[df.NicPort]) -> bool:
+    """A RoCE LAG port: its card's other port, in the same bond, carries the card's single mlx5_bond device."""
+    return port.master is not None and any(
+        other.card == port.card and other.master == port.master and "bond" in (other.rdma_device or "")
+        for other in ports
+        if other is not port
+    )
 
 
 def describe_host(facts: df.DiscoveryFacts) -> list[str]:
