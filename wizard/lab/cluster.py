@@ -1,0 +1,182 @@
+"""The lab: simulated hosts, their cabling and one SSH endpoint per host on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import asyncssh
+
+from wizard.lab.fabric import Fabric, crosswire_perm
+from wizard.lab.faults import Fault
+from wizard.lab.host import SimHost
+from wizard.lab.profile import HostProfile, reference_profile
+from wizard.lab.server import HostListener
+
+
+def _mgmt_default(i: int, count: int) -> str:
+    base = ipaddress.IPv4Address("10.0.0.0") + 11 + i
+    return f"{base}/{24 if 11 + count < 255 else 16}"
+
+
+class Lab:
+    """A set of simulated hosts. Build with :meth:`reference` or :meth:`generated`, then ``await start()``."""
+
+    def __init__(
+        self,
+        names: list[str],
+        *,
+        mgmt_addresses: dict[str, str] | None = None,
+        faults: Iterable[Fault] = (),
+        switched: bool | None = None,
+        profile_factory: Callable[[int], HostProfile] = reference_profile,
+    ) -> None:
+        if len(set(names)) != len(names) or not names:
+            raise ValueError("lab host names must be unique and non-empty")
+        self.faults = list(faults)
+        for f in self.faults:
+            if f.host not in names:
+                raise ValueError(f"fault {f} names unknown host {f.host!r} (hosts: {', '.join(names)})")
+        self.names = list(names)
+        self.reboot_seconds = 3.0
+        self.time_scale = 1.0
+        self.hosts: dict[str, SimHost] = {}
+        profiles: dict[str, HostProfile] = {n: profile_factory(i) for i, n in enumerate(names)}
+        nports = len(next(iter(profiles.values())).ports)
+        per_card = len(next(iter(profiles.values())).cards[0].ports)
+        perms = {f.host: crosswire_perm(nports, per_card) for f in self.faults if f.kind == "crosswire"}
+        if switched is None:
+            switched = len(names) != 2
+        self.fabric = Fabric.rails(names, nports, perms) if switched else Fabric.back_to_back(*names, nports, perms)
+        for i, name in enumerate(names):
+            addr = (mgmt_addresses or {}).get(name) or _mgmt_default(i, len(names))
+            if "/" not in addr:
+                addr += "/24"
+            self.hosts[name] = SimHost(name, profiles[name], addr, index=i, faults=self.faults, lab=self)
+        self.host_key = asyncssh.generate_private_key("ssh-ed25519", comment="roce-wizard-lab-host")
+        self.client_key = asyncssh.generate_private_key("ssh-ed25519", comment="roce-wizard-lab-client")
+        self.listeners: dict[str, HostListener] = {}
+        self.bind = "127.0.0.1"
+        self._ports: dict[str, int] = {}
+        self._cred_dir: Path | None = None
+        self._own_dir: Path | None = None
+        self.started = False
+
+    # -- construction --------------------------------------------------------------------------------------
+    @classmethod
+    def reference(
+        cls, names: list[str], *, mgmt_addresses: dict[str, str] | None = None, faults: Iterable[Fault] = ()
+    ) -> Lab:
+        """Seed-000 hosts (2 x dual-port ConnectX-4 Lx, 8 x L20); two hosts are cabled back to back."""
+        return cls(list(names), mgmt_addresses=mgmt_addresses, faults=faults)
+
+    @classmethod
+    def generated(cls, count: int, *, faults: Iterable[Fault] = ()) -> Lab:
+        """``count`` reference hosts named gpu-001.., every port i on rail switch i."""
+        width = max(3, len(str(count)))
+        names = [f"gpu-{i + 1:0{width}d}" for i in range(count)]
+        return cls(names, faults=faults, switched=True)
+
+    # -- access --------------------------------------------------------------------------------------------
+    def host(self, name: str) -> SimHost:
+        return self.hosts[name]
+
+    def endpoint(self, name: str) -> tuple[str, int]:
+        if name not in self._ports:
+            raise KeyError(f"{name} has no endpoint (lab not started?)")
+        return self.bind, self._ports[name]
+
+    @property
+    def client_key_path(self) -> Path:
+        if self._cred_dir is None:
+            raise RuntimeError("credentials are written by start() or write_credentials()")
+        return self._cred_dir / "id_ed25519"
+
+    @property
+    def known_hosts_path(self) -> Path:
+        if self._cred_dir is None:
+            raise RuntimeError("credentials are written by start() or write_credentials()")
+        return self._cred_dir / "known_hosts"
+
+    def write_credentials(self, directory: Path) -> tuple[Path, Path]:
+        """Write the client key (0600) and, once ports are known, a known_hosts line per host.
+
+        Returns (client key path, known_hosts path)."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        self._cred_dir = directory
+        key_path = directory / "id_ed25519"
+        self.client_key.write_private_key(str(key_path))
+        key_path.chmod(0o600)
+        self.client_key.write_public_key(str(directory / "id_ed25519.pub"))
+        pub = self.host_key.export_public_key().decode().strip()
+        lines = [f"[{self.bind}]:{port} {pub}" for port in self._ports.values()]
+        (directory / "known_hosts").write_text("\n".join(lines) + ("\n" if lines else ""))
+        return key_path, directory / "known_hosts"
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+    async def start(self, bind: str = "127.0.0.1", base_port: int = 0) -> None:
+        self.bind = bind
+        await asyncio.gather(*(h.start_units() for h in self.hosts.values()))
+        pending = []
+        for i, name in enumerate(self.names):
+            host = self.hosts[name]
+            port = base_port + i if base_port else 0
+            if host.fault("unreachable"):
+                self._ports[name] = port or _free_port(bind)
+                continue
+            listener = HostListener(host, bind, port, self.host_key, self.client_key)
+            self.listeners[name] = listener
+            pending.append(listener.listen())
+        await asyncio.gather(*pending)
+        for name, listener in self.listeners.items():
+            self._ports[name] = listener.port
+        if self._cred_dir is None:
+            self._own_dir = Path(tempfile.mkdtemp(prefix="roce-wizard-lab-"))
+            self._cred_dir = self._own_dir
+        self.write_credentials(self._cred_dir)
+        self.started = True
+
+    async def stop(self) -> None:
+        await asyncio.gather(*(listener.close() for listener in self.listeners.values()))
+        self.listeners.clear()
+        for host in self.hosts.values():
+            for task in list(host.background) + [getattr(host, "_reboot_task", None)]:
+                if task is not None and not task.done():
+                    task.cancel()
+        if self._own_dir is not None:
+            shutil.rmtree(self._own_dir, ignore_errors=True)
+            self._own_dir = None
+            self._cred_dir = None
+        self.started = False
+
+    async def __aenter__(self) -> Lab:
+        if not self.started:
+            await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def ssh_config(self, user: str = "root") -> str:
+        """An OpenSSH client config block per host (for humans trying the demo with plain ssh)."""
+        out = []
+        for name in self.names:
+            host, port = self.endpoint(name)
+            out.append(
+                f"Host {name}\n  HostName {host}\n  Port {port}\n  User {user}\n  IdentityFile {self.client_key_path}\n"
+                f"  UserKnownHostsFile {self.known_hosts_path}\n  StrictHostKeyChecking yes\n"
+            )
+        return "\n".join(out)
+
+
+def _free_port(bind: str) -> int:
+    """A port nobody listens on (for the ``unreachable`` fault: connections are refused)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((bind, 0))
+        return s.getsockname()[1]

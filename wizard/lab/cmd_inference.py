@@ -1,0 +1,171 @@
+"""Simulated inference stack, part 1: python3 -m venv, pip/uv into a venv, curl to the local API (engines: part 2)."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import pkgutil
+import re
+from collections.abc import Awaitable, Callable
+
+from wizard.lab import cmd_inference_engines as engines
+from wizard.lab import commands as commands_pkg
+from wizard.lab import inference_sim as st
+from wizard.lab import packages
+from wizard.lab.commands import REGISTRY, command
+from wizard.lab.shell.interp import MARKER
+from wizard.lab.streams import CommandFailed, Ctx
+
+SIM = st.SIM
+if all(p.name != "python3-venv" for p in packages.UBUNTU):
+    packages.UBUNTU.append(packages.Pkg("python3-venv", "3.10.6-1~22.04.1", size_kb=8, depends=("python3",)))
+
+
+def _base_handlers() -> dict[str, Callable[[Ctx], Awaitable[int]]]:
+    """The lab's own python3 and curl, loaded first whatever the import order: this module wraps them."""
+    for info in pkgutil.iter_modules(commands_pkg.__path__):
+        importlib.import_module(f"{commands_pkg.__name__}.{info.name}")
+    return {n: REGISTRY[n] for n in ("python3", "curl")}
+
+
+_original = _base_handlers()
+_BINS = {"vllm": ("vllm", "sim-vllm"), "ray": ("ray", "sim-ray"), "uv": ("uv", "sim-uv")}
+_SPEC = re.compile(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(==|>=|~=)?\s*([0-9][0-9A-Za-z.+-]*)?$")
+
+
+# -- python3 -m venv, the venv's python, pip and uv -----------------------------------------------------------------
+
+
+@command("python3")
+async def python3(ctx: Ctx) -> int:
+    if ctx.args[:2] != ["-m", "venv"] or len(ctx.args) != 3:
+        return await _original["python3"](ctx)
+    target = ctx.path(ctx.args[2])
+    if "python3-venv" not in ctx.host.packages:
+        raise CommandFailed(
+            "The virtual environment was not created successfully because ensurepip is not\navailable.  On Debian/"
+            "Ubuntu systems, you need to install the python3-venv\npackage using the following command.\n\n"
+            "    apt install python3.10-venv\n"
+        )
+    for name in ("python", "python3", "python3.10"):
+        ctx.fs.install(f"{target}/bin/{name}", MARKER + b"sim-venv-python\n", 0o755)
+    ctx.fs.install(f"{target}/pyvenv.cfg", "home = /usr/bin\ninclude-system-site-packages = false\nversion = 3.10.12\n")
+    _dist(ctx, target, "pip", st.LATEST["pip"])
+    return 0
+
+
+def _dist(ctx: Ctx, venv: str, name: str, version: str) -> None:
+    site = st.site_packages(venv)
+    old = st.installed(ctx.host, venv).get(name)
+    if old is not None:
+        ctx.fs.remove(f"{site}/{name}-{old}.dist-info", recursive=True)
+    ctx.fs.install(f"{site}/{name}-{version}.dist-info/METADATA", f"Name: {name}\nVersion: {version}\n")
+    if name in _BINS:
+        binary, tool = _BINS[name]
+        ctx.fs.install(f"{venv}/bin/{binary}", MARKER + tool.encode() + b"\n", 0o755)
+
+
+def _install(ctx: Ctx, venv: str, specs: list[str]) -> int:
+    if not ctx.root and not ctx.fs.exists(venv):
+        raise CommandFailed(f"ERROR: Could not install packages due to an OSError: Permission denied: '{venv}'")
+    done = []
+    for spec in specs:
+        match = _SPEC.match(spec.strip())
+        if not match:
+            raise CommandFailed(f"ERROR: Invalid requirement: '{spec}'")
+        name, _, op, version = match.groups()
+        name = name.lower()
+        chosen = version if op == "==" else st.LATEST.get(name, "1.0.0")
+        if op == ">=" and st.version_tuple(chosen) < st.version_tuple(version or "0"):
+            raise CommandFailed(f"ERROR: No matching distribution found for {spec}")
+        _dist(ctx, venv, name, chosen)
+        done.append(f"{name}-{chosen}")
+        if name in ("vllm", "sglang"):
+            _dist(ctx, venv, "torch", st.LATEST["torch"])
+            done.append(f"torch-{st.LATEST['torch']}")
+    ctx.print(f"Successfully installed {' '.join(done)}  # simulated download")
+    return 0
+
+
+@command("sim-venv-python")
+async def venv_python(ctx: Ctx) -> int:
+    venv = st.venv_of(ctx)
+    args = ctx.args
+    if args in (["--version"], ["-V"]):
+        ctx.print("Python 3.10.12")
+        return 0
+    if args[:2] == ["-m", "pip"] and len(args) > 2:
+        rest = [a for a in args[3:] if not a.startswith("-")]
+        if args[2] == "install":
+            return _install(ctx, venv, rest)
+        if args[2] == "list" and "--format=json" in args:
+            rows = [{"name": n, "version": v} for n, v in sorted(st.installed(ctx.host, venv).items())]
+            ctx.print(json.dumps(rows))
+            return 0
+        raise CommandFailed(f"pip {args[2]}: not simulated {SIM}")
+    if args[:2] == ["-m", "sglang.launch_server"]:
+        if "sglang" not in st.installed(ctx.host, venv):
+            raise CommandFailed(f"{ctx.argv[0]}: No module named sglang")
+        return await engines.engine(ctx, "sglang", args[2:])
+    raise CommandFailed(f"{ctx.argv[0]}: only --version, -m pip and -m sglang.launch_server are simulated")
+
+
+@command("sim-uv")
+async def uv(ctx: Ctx) -> int:
+    args = list(ctx.args)
+    if args[:2] != ["pip", "install"] or "--python" not in args:
+        raise CommandFailed(f"uv: only `uv pip install --python PY ...` is simulated {SIM}")
+    python = args[args.index("--python") + 1]
+    specs = [a for a in args[2:] if not a.startswith("-") and a != python]
+    return _install(ctx, python.rsplit("/bin/", 1)[0], specs)
+
+
+# -- curl to the simulated API --------------------------------------------------------------------------------------
+
+
+@command("curl")
+async def curl(ctx: Ctx) -> int:
+    url = next((a for a in ctx.args if a.startswith(("http://127.0.0.1:", "http://localhost:"))), None)
+    if url is None:
+        return await _original["curl"](ctx)
+    args, opts, flags = list(ctx.args), {}, ""
+    while args:
+        a = args.pop(0)
+        if a in ("-d", "--data", "--data-raw", "-H", "--header", "-w", "--write-out", "-X", "--request",
+                 "--max-time", "-m", "-o", "--output") and args:  # fmt: skip
+            opts[a] = args.pop(0)
+        elif a.startswith("-") and not a.startswith("--"):
+            flags += a[1:]
+        elif a == "--fail":
+            flags += "f"
+    port_text, _, path = url.split(":", 2)[2].partition("/")
+    ep = st.world(ctx.host).endpoints.get((ctx.host.name, int(port_text)))
+    if ep is None or not ep.proc.alive() or not ep.ready:
+        if "S" in flags or "s" not in flags:
+            ctx.eprint(f"curl: (7) Failed to connect to 127.0.0.1 port {port_text} after 0 ms: Connection refused")
+        return 7
+    body = opts.get("-d") or opts.get("--data") or opts.get("--data-raw")
+    seconds, status, text = 0.002, 404, '{"detail":"Not Found"}'
+    if path == "health":
+        status, text = 200, ""
+    elif path == "v1/models":
+        status, text = 200, json.dumps({"object": "list", "data": [{"id": ep.model, "object": "model"}]})
+    elif path == "v1/completions" and body:
+        ep.in_flight += 1
+        try:
+            await asyncio.sleep(0.02)  # lets concurrent requests overlap
+            status, doc, seconds = st.completion(ep, json.loads(body))
+        finally:
+            ep.in_flight -= 1
+        text = json.dumps(doc)
+    if "f" in flags and status >= 400:
+        if "S" in flags or "s" not in flags:
+            ctx.eprint(f"curl: (22) The requested URL returned error: {status}")
+        return 22
+    ctx.out.write(text)
+    fmt = opts.get("-w") or opts.get("--write-out")
+    if fmt:
+        fmt = fmt.replace("\\n", "\n").replace("%{http_code}", str(status)).replace("%{time_total}", f"{seconds:.6f}")
+        ctx.out.write(fmt)
+    return 0

@@ -1,0 +1,86 @@
+"""Registry of simulated programs: a handler per tool name, dispatched when the shell runs its binary."""
+
+from __future__ import annotations
+
+import getopt
+from collections.abc import Awaitable, Callable
+
+from wizard.lab.streams import CommandFailed, Ctx
+
+Handler = Callable[[Ctx], Awaitable[int]]
+REGISTRY: dict[str, Handler] = {}
+
+
+def command(*names: str) -> Callable[[Handler], Handler]:
+    """Register ``fn`` as the implementation of the simulated binaries ``names``."""
+
+    def deco(fn: Handler) -> Handler:
+        for n in names:
+            REGISTRY[n] = fn
+        return fn
+
+    return deco
+
+
+def getopts(ctx: Ctx, short: str, long: list[str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """GNU-style option parsing; unknown options fail like coreutils ("invalid option -- 'x'")."""
+    try:
+        pairs, rest = getopt.gnu_getopt(ctx.args, short, long or [])
+    except getopt.GetoptError as exc:
+        opt = exc.opt
+        if len(opt) == 1:
+            raise CommandFailed(
+                f"{ctx.name}: invalid option -- '{opt}'\nTry '{ctx.name} --help' for more information."
+            ) from None
+        raise CommandFailed(
+            f"{ctx.name}: unrecognized option '--{opt}'\nTry '{ctx.name} --help' for more information."
+        ) from None
+    opts: dict[str, str] = {}
+    for k, v in pairs:
+        key = k.lstrip("-")
+        opts[key] = v  # the last value wins; "KEY#" counts repeats (-vv)
+        opts[f"{key}#"] = str(int(opts.get(f"{key}#", "0")) + 1)
+    return opts, rest
+
+
+def require_root(ctx: Ctx, message: str, status: int = 1) -> None:
+    if not ctx.root:
+        raise CommandFailed(message, status)
+
+
+def _load() -> None:
+    from wizard.lab.commands import (  # noqa: F401
+        downloads,
+        dpkg,
+        ethtool,
+        fileinfo,
+        files,
+        gpu,
+        kernel,
+        net,
+        netplan,
+        ofed,
+        packages,
+        ping,
+        process,
+        qos,
+        rdma,
+        sedawk,
+        services,
+        system,
+        text,
+    )
+
+
+def _load_stage_extensions() -> None:
+    # Stage simulations wrap base handlers (they look them up in REGISTRY): they must load after _load().
+    import wizard.lab.cmd_gpudirect  # noqa: F401
+    import wizard.lab.cmd_inference  # noqa: F401
+    import wizard.lab.cmd_nccl  # noqa: F401
+    import wizard.lab.cmd_ofed  # noqa: F401
+
+
+_load()
+_load_stage_extensions()
+
+__all__ = ["REGISTRY", "Handler", "command", "getopts", "require_root"]

@@ -1,0 +1,64 @@
+"""Fault injection specs for the lab: ``HOST:KIND[=ARG]``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# kind -> whether an argument is required (True), optional (None) or refused (False)
+FAULT_KINDS: dict[str, bool | None] = {
+    "link_down": True,
+    "crosswire": False,
+    "mtu_mismatch": True,
+    "pfc_off": False,
+    "no_peermem": False,
+    "old_firmware": False,
+    "ssh_drop": None,
+    "unreachable": False,
+    "sudo_refused": False,
+    "auth_refused": False,
+}
+
+FAULT_HELP = {
+    "link_down": "link_down=NETDEV   the port has no link (cable pulled)",
+    "crosswire": "crosswire          the two cards' cables are swapped",
+    "mtu_mismatch": "mtu_mismatch=NETDEV the port cannot go above MTU 1500 (firmware limit)",
+    "pfc_off": "pfc_off            lldpad runs and resets PFC after every change",
+    "no_peermem": "no_peermem         modprobe nvidia-peermem fails",
+    "old_firmware": "old_firmware       ConnectX firmware 14.20.1010 (older than DOCA supports)",
+    "ssh_drop": "ssh_drop[=TEXT]    the SSH connection dies once while a matching command runs",
+    "unreachable": "unreachable        nothing listens on the SSH port",
+    "sudo_refused": "sudo_refused       sudo asks for a password and refuses",
+    "auth_refused": "auth_refused       the client key is rejected",
+}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One injected fault on one host."""
+
+    host: str
+    kind: str
+    arg: str | None = None
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.kind}" + (f"={self.arg}" if self.arg is not None else "")
+
+
+def parse_fault(spec: str) -> Fault:
+    """Parse ``HOST:KIND[=ARG]``; a bad spec raises ``ValueError`` with a one-line message naming it."""
+    text = spec.strip()
+    host, sep, rest = text.partition(":")
+    if not sep or not host or not rest:
+        raise ValueError(f"bad fault spec {spec!r}: expected HOST:KIND[=ARG]")
+    kind, eq, arg = rest.partition("=")
+    if kind not in FAULT_KINDS:
+        known = ", ".join(FAULT_KINDS)
+        raise ValueError(f"bad fault spec {spec!r}: unknown kind {kind!r} (known: {known})")
+    wants = FAULT_KINDS[kind]
+    if wants is True and not arg:
+        raise ValueError(f"bad fault spec {spec!r}: {kind} needs an argument ({FAULT_HELP[kind]})")
+    if wants is False and eq:
+        raise ValueError(f"bad fault spec {spec!r}: {kind} takes no argument")
+    if eq and not arg:
+        raise ValueError(f"bad fault spec {spec!r}: empty argument after '='")
+    return Fault(host=host, kind=kind, arg=arg if eq else None)

@@ -1,0 +1,231 @@
+"""Filesystem nodes of a simulated host: files, directories, symlinks and computed (sysfs-style) entries."""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+class FsError(OSError):
+    """A filesystem error carrying the errno and the path the caller used, like the C library's."""
+
+    def __init__(self, code: int, path: str) -> None:
+        super().__init__(code, os.strerror(code), path)
+        self.path = path
+
+    @property
+    def reason(self) -> str:
+        return os.strerror(self.errno or 0)
+
+
+@dataclass(frozen=True)
+class Cred:
+    """Who performs an operation."""
+
+    uid: int
+    gid: int
+    user: str = "root"
+
+    @property
+    def root(self) -> bool:
+        return self.uid == 0
+
+
+ROOT = Cred(0, 0, "root")
+
+
+class Node:
+    kind = "node"
+    _mtime: float | None = None
+
+    def __init__(self, mode: int, uid: int = 0, gid: int = 0) -> None:
+        self.mode = mode
+        self.uid = uid
+        self.gid = gid
+
+    @property
+    def mtime(self) -> float:
+        # computed nodes (sysfs) are created by the thousand; they get a timestamp only when asked
+        if self._mtime is None:
+            self._mtime = time.time()
+        return self._mtime
+
+    @mtime.setter
+    def mtime(self, value: float) -> None:
+        self._mtime = value
+
+    @property
+    def size(self) -> int:
+        return 0
+
+    def allows(self, cred: Cred, bit: int) -> bool:
+        """Classic owner/group/other check for one of r=4, w=2, x=1; root passes except for exec."""
+        if cred.root:
+            return bit != 1 or self.kind == "dir" or bool(self.mode & 0o111)
+        if cred.uid == self.uid:
+            return bool(self.mode & (bit << 6))
+        if cred.gid == self.gid:
+            return bool(self.mode & (bit << 3))
+        return bool(self.mode & bit)
+
+
+class File(Node):
+    kind = "file"
+
+    def __init__(self, data: bytes = b"", mode: int = 0o644, uid: int = 0, gid: int = 0) -> None:
+        super().__init__(mode, uid, gid)
+        self.data = bytes(data)
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
+    def read(self) -> bytes:
+        return self.data
+
+    def write(self, data: bytes, *, append: bool = False, path: str = "") -> None:
+        self.data = self.data + data if append else bytes(data)
+        self.mtime = time.time()
+
+
+class DynFile(File):
+    """A computed file (sysfs/procfs): reading calls ``reader``, writing calls ``writer`` with the text."""
+
+    def __init__(
+        self,
+        reader: Callable[[], str] | None,
+        writer: Callable[[str], None] | None = None,
+        mode: int | None = None,
+    ) -> None:
+        super().__init__(b"", mode if mode is not None else (0o644 if writer else 0o444))
+        self.reader = reader
+        self.writer = writer
+
+    @property
+    def size(self) -> int:
+        return 4096
+
+    def read(self) -> bytes:
+        if self.reader is None:
+            raise FsError(errno.EINVAL, "")
+        return self.reader().encode()
+
+    def write(self, data: bytes, *, append: bool = False, path: str = "") -> None:
+        if self.writer is None:
+            raise FsError(errno.EACCES, path)
+        try:
+            self.writer(data.decode(errors="replace"))
+        finally:
+            invalidate()
+
+
+class Symlink(Node):
+    kind = "link"
+
+    def __init__(self, target: str, uid: int = 0, gid: int = 0) -> None:
+        super().__init__(0o777, uid, gid)
+        self.target = target
+
+    @property
+    def size(self) -> int:
+        return len(self.target)
+
+
+class Dir(Node):
+    kind = "dir"
+
+    def __init__(self, mode: int = 0o755, uid: int = 0, gid: int = 0) -> None:
+        super().__init__(mode, uid, gid)
+        self._children: dict[str, Node] = {}
+
+    @property
+    def size(self) -> int:
+        return 4096
+
+    def children(self) -> dict[str, Node]:
+        return self._children
+
+    def child(self, name: str) -> Node | None:
+        return self.children().get(name)
+
+    def add(self, name: str, node: Node, path: str = "") -> None:
+        self._children[name] = node
+        self.mtime = time.time()
+
+    def remove(self, name: str, path: str = "") -> None:
+        del self._children[name]
+        self.mtime = time.time()
+
+
+_EPOCH = [0]
+
+
+def invalidate() -> None:
+    """Forget cached computed directory listings (called before every command and after sysfs writes)."""
+    _EPOCH[0] += 1
+
+
+class DynDir(Dir):
+    """A computed directory: ``lister`` gives its entries (nodes or node factories), cached per epoch so one
+    command walking thousands of sysfs files builds each directory once."""
+
+    def __init__(
+        self,
+        lister: Callable[[], dict[str, Node]],
+        mode: int = 0o755,
+        getter: Callable[[str], Node | None] | None = None,
+        maker: Callable[[str], None] | None = None,
+        remover: Callable[[str], None] | None = None,
+    ) -> None:
+        super().__init__(mode)
+        self.lister = lister
+        self.getter = getter  # fast path for one entry of a big directory (sysfs gids/0..254)
+        self.maker = maker  # configfs: mkdir creates a group
+        self.remover = remover
+        self._epoch = -1
+        self._entries: dict[str, object] = {}
+        self._got: dict[str, Node | None] = {}
+
+    def _fresh(self) -> None:
+        if self._epoch != _EPOCH[0]:
+            self._epoch = _EPOCH[0]
+            self._entries = dict(self.lister()) if self.getter is None else {}
+            self._got = {}
+
+    def children(self) -> dict[str, Node]:
+        self._fresh()
+        if self.getter is not None:
+            self._entries = dict(self.lister())
+        for k, v in self._entries.items():
+            if not isinstance(v, Node):
+                self._entries[k] = v()  # type: ignore[operator]
+        return self._entries  # type: ignore[return-value]
+
+    def child(self, name: str) -> Node | None:
+        self._fresh()
+        if self.getter is not None:
+            if name not in self._got:
+                self._got[name] = self.getter(name)
+            return self._got[name]
+        value = self._entries.get(name)
+        if value is not None and not isinstance(value, Node):
+            value = self._entries[name] = value()  # type: ignore[operator]
+        return value  # type: ignore[return-value]
+
+    def add(self, name: str, node: Node, path: str = "") -> None:
+        if self.maker is None or not isinstance(node, Dir):
+            raise FsError(errno.EPERM, path)
+        try:
+            self.maker(name)
+        except FsError as exc:
+            raise FsError(exc.errno or errno.EPERM, path) from None
+        invalidate()
+
+    def remove(self, name: str, path: str = "") -> None:
+        if self.remover is None:
+            raise FsError(errno.EPERM, path)
+        self.remover(name)
+        invalidate()

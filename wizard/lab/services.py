@@ -1,0 +1,317 @@
+"""systemd on a simulated host: unit files, enablement symlinks, runtime state, oneshot units run by the shell."""
+
+from __future__ import annotations
+
+import asyncio
+import posixpath
+import re
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from wizard.lab.streams import CallbackSink, TextInput
+from wizard.lab.vfs import ROOT, FsError, Symlink
+
+if TYPE_CHECKING:
+    from wizard.lab.host import SimHost
+
+UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/lib/systemd/system")
+BOOT_TARGETS = ("sysinit.target", "network-online.target", "network.target", "multi-user.target", "default.target")
+
+
+@dataclass
+class Unit:
+    name: str
+    path: str
+    text: str
+    sections: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+
+    def get(self, section: str, key: str, default: str = "") -> str:
+        vals = self.sections.get(section, {}).get(key)
+        return vals[-1] if vals else default
+
+    def all(self, section: str, key: str) -> list[str]:
+        return [v for v in self.sections.get(section, {}).get(key, []) if v]
+
+    @property
+    def description(self) -> str:
+        return self.get("Unit", "Description", self.name)
+
+    @property
+    def type(self) -> str:
+        return self.get("Service", "Type", "simple")
+
+    @property
+    def wanted_by(self) -> list[str]:
+        return [t for v in self.all("Install", "WantedBy") + self.all("Install", "RequiredBy") for t in v.split()]
+
+    @property
+    def after(self) -> list[str]:
+        return [t for v in self.all("Unit", "After") for t in v.split()]
+
+
+@dataclass
+class Runtime:
+    state: str = "inactive"  # active | inactive | failed
+    sub: str = "dead"  # running | exited | dead | failed
+    since: float = 0.0
+    pid: int = 0
+    status: int = 0
+    loaded_text: str | None = None
+    generation: int = 0  # bumped by every start/stop: a running ExecStart from an older start stops caring
+
+
+def parse_unit(name: str, path: str, text: str) -> Unit:
+    unit = Unit(name, path, text)
+    section = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line[1:-1]
+            unit.sections.setdefault(section, {})
+            continue
+        key, sep, value = line.partition("=")
+        if sep:
+            unit.sections.setdefault(section, {}).setdefault(key.strip(), []).append(value.strip())
+    return unit
+
+
+def normalize(name: str) -> str:
+    return name if "." in name else f"{name}.service"
+
+
+def find_unit(host: SimHost, name: str) -> Unit | None:
+    name = normalize(name)
+    for d in UNIT_DIRS:
+        path = f"{d}/{name}"
+        node = host.fs.lookup(path, follow=False)
+        if node is None:
+            continue
+        if isinstance(node, Symlink) and node.target == "/dev/null":
+            return Unit(name, path, "", {"masked": {}})
+        try:
+            return parse_unit(name, path, host.fs.read_text(path))
+        except FsError:
+            continue
+    return None
+
+
+def enabled_state(host: SimHost, unit: Unit) -> str:
+    if "masked" in unit.sections:
+        return "masked"
+    targets = unit.wanted_by
+    if not targets:
+        return "static"
+    for t in targets:
+        if host.fs.lookup(f"/etc/systemd/system/{t}.wants/{unit.name}", follow=False) is not None:
+            return "enabled"
+    return "disabled"
+
+
+def enable(host: SimHost, unit: Unit) -> list[str]:
+    msgs = []
+    for t in unit.wanted_by:
+        link = f"/etc/systemd/system/{t}.wants/{unit.name}"
+        if host.fs.lookup(link, follow=False) is None:
+            host.fs.mkdir(posixpath.dirname(link), parents=True)
+            host.fs.symlink(unit.path, link)
+            msgs.append(f"Created symlink {link} \u2192 {unit.path}.")
+    return msgs
+
+
+def disable(host: SimHost, unit: Unit) -> list[str]:
+    msgs = []
+    for t in unit.wanted_by:
+        link = f"/etc/systemd/system/{t}.wants/{unit.name}"
+        if host.fs.lookup(link, follow=False) is not None:
+            host.fs.remove(link)
+            msgs.append(f"Removed {link}.")
+    return msgs
+
+
+def runtime(host: SimHost, name: str) -> Runtime:
+    return host.units.setdefault(normalize(name), Runtime())
+
+
+Hook = Callable[["SimHost", str], Awaitable[None]]
+HOOKS: dict[str, Hook] = {}
+
+
+def hook(name: str) -> Callable[[Hook], Hook]:
+    def deco(fn: Hook) -> Hook:
+        HOOKS[name] = fn
+        return fn
+
+    return deco
+
+
+@hook("openibd.service")
+async def _openibd(host: SimHost, action: str) -> None:
+    if action in ("restart", "reload"):
+        await host.driver_reload()
+
+
+@hook("systemd-networkd.service")
+async def _networkd(host: SimHost, action: str) -> None:
+    if action in ("restart", "reload", "start"):
+        host.reapply_network()
+
+
+async def start(host: SimHost, unit: Unit, action: str = "start") -> bool:
+    """Start (or restart) a unit; oneshot ExecStart lines run as root through the shell, output to the journal."""
+    rt = runtime(host, unit.name)
+    rt.loaded_text = unit.text
+    rt.generation += 1
+    if unit.name in HOOKS and action != "boot":
+        await HOOKS[unit.name](host, action)
+    host.journal_log(unit.name, f"Starting {unit.description}...")
+    host.pid_hint += 17
+    rt.pid, rt.since = host.pid_hint, time.time()
+    if unit.type == "oneshot":
+        status = 0
+        for line in unit.all("Service", "ExecStartPre") + unit.all("Service", "ExecStart"):
+            status = await _run_exec(host, unit, line)
+            if status != 0 and not line.startswith("-"):
+                break
+            status = 0
+        rt.status = status
+        if status != 0:
+            rt.state, rt.sub = "failed", "failed"
+            host.journal_log(unit.name, f"{unit.name}: Main process exited, code=exited, status={status}/FAILURE")
+            host.journal_log(unit.name, f"{unit.name}: Failed with result 'exit-code'.")
+            host.journal_log(unit.name, f"Failed to start {unit.description}.")
+            return False
+        remain = unit.get("Service", "RemainAfterExit", "no").lower() in ("yes", "true", "1", "on")
+        rt.state, rt.sub = ("active", "exited") if remain else ("inactive", "dead")
+        host.journal_log(unit.name, f"Finished {unit.description}.")
+        return True
+    rt.state, rt.sub, rt.status = "active", "running", 0
+    if unit.name not in HOOKS and not unit.path.startswith("/lib/"):
+        lines = unit.all("Service", "ExecStart")
+        if lines:
+            task = asyncio.get_running_loop().create_task(_run_simple(host, unit, lines[-1], rt.generation))
+            host.background.add(task)
+            task.add_done_callback(host.background.discard)
+    host.journal_log(unit.name, f"Started {unit.description}.")
+    return True
+
+
+def _seconds(text: str, default: float) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|min|m)?\s*", text or "")
+    if not m:
+        return default
+    return float(m.group(1)) * {"ms": 0.001, "min": 60.0, "m": 60.0}.get(m.group(2) or "s", 1.0)
+
+
+async def _run_simple(host: SimHost, unit: Unit, line: str, generation: int) -> None:
+    """A long-running service's main process; Restart= brings it back like systemd (StartLimitBurst=5/10s)."""
+    policy = unit.get("Service", "Restart", "no")
+    delay = _seconds(unit.get("Service", "RestartSec"), 0.1)
+    starts: list[float] = [0.0]  # simulated seconds of each start
+    now = 0.0
+    while True:
+        status = await _run_exec(host, unit, line)
+        rt = runtime(host, unit.name)
+        if rt.generation != generation:
+            return  # stopped or restarted meanwhile
+        again = policy == "always" or (policy in ("on-failure", "on-abnormal", "on-abort") and status != 0)
+        now += delay
+        recent = [t for t in starts if now - t < 10.0]
+        if not again or len(recent) >= 5:
+            if status == 0:
+                rt.state, rt.sub, rt.status = "inactive", "dead", 0
+            else:
+                rt.state, rt.sub, rt.status = "failed", "failed", status
+                host.journal_log(unit.name, f"{unit.name}: Main process exited, code=exited, status={status}/FAILURE")
+                if again:
+                    host.journal_log(unit.name, f"{unit.name}: Start request repeated too quickly.")
+                host.journal_log(unit.name, f"{unit.name}: Failed with result 'exit-code'.")
+            return
+        host.journal_log(unit.name, f"{unit.name}: Main process exited, code=exited, status={status}/FAILURE")
+        rt.state, rt.sub = "activating", "auto-restart"
+        await asyncio.sleep(delay * host.time_scale)
+        if rt.generation != generation:
+            return
+        starts.append(now)
+        host.journal_log(unit.name, f"{unit.name}: Scheduled restart job, restart counter is at {len(starts) - 1}.")
+        host.pid_hint += 17
+        rt.state, rt.sub, rt.pid, rt.since = "active", "running", host.pid_hint, time.time()
+        host.journal_log(unit.name, f"Started {unit.description}.")
+
+
+async def _run_exec(host: SimHost, unit: Unit, line: str) -> int:
+    cmd = line.lstrip("-@+!")
+    cmd = cmd.replace("%b", "0" * 32).replace("%H", host.hostname).replace("%n", unit.name).replace("%%", "%")
+    ident = posixpath.basename(cmd.split()[0]) if cmd.split() else unit.name
+    pid = runtime(host, unit.name).pid
+
+    def to_journal(text: str) -> None:
+        for piece in text.splitlines():
+            host.journal_log(unit.name, piece, ident=f"{ident}[{pid}]")
+
+    return await host.run_as_root(cmd, out=CallbackSink(to_journal), err=CallbackSink(to_journal), stdin=TextInput(""))
+
+
+async def stop(host: SimHost, unit: Unit) -> None:
+    rt = runtime(host, unit.name)
+    if unit.name in HOOKS:
+        await HOOKS[unit.name](host, "stop")
+    if rt.state != "inactive":
+        host.journal_log(unit.name, f"Stopping {unit.description}...")
+        host.journal_log(unit.name, f"Stopped {unit.description}.")
+    rt.state, rt.sub = "inactive", "dead"
+    rt.generation += 1
+
+
+def boot_order(host: SimHost) -> list[Unit]:
+    """Enabled units in start order: by target, then After= among themselves, then name."""
+    units: dict[str, Unit] = {}
+    rank: dict[str, int] = {}
+    for ti, target in enumerate(BOOT_TARGETS):
+        try:
+            names = host.fs.listdir(f"/etc/systemd/system/{target}.wants")
+        except FsError:
+            continue
+        for n in names:
+            u = find_unit(host, n)
+            if u is not None and "masked" not in u.sections and n not in units:
+                units[n], rank[n] = u, ti
+    ordered: list[Unit] = []
+    placed: set[str] = set()
+
+    def place(name: str, depth: int = 0) -> None:
+        if name in placed or depth > 20:
+            return
+        for dep in units[name].after:
+            if dep in units:
+                place(dep, depth + 1)
+        placed.add(name)
+        ordered.append(units[name])
+
+    for n in sorted(units, key=lambda n: (rank[n], n)):
+        place(n)
+    return ordered
+
+
+async def boot(host: SimHost) -> None:
+    host.units.clear()
+    for unit in boot_order(host):
+        await start(host, unit, "boot")
+
+
+def unit_loaded_changed(host: SimHost, unit: Unit) -> bool:
+    rt = host.units.get(unit.name)
+    return rt is not None and rt.loaded_text is not None and rt.loaded_text != unit.text
+
+
+def daemon_reload(host: SimHost) -> None:
+    for name, rt in host.units.items():
+        u = find_unit(host, name)
+        if u is not None:
+            rt.loaded_text = u.text
+
+
+__all__ = ["ROOT", "Unit", "boot", "daemon_reload", "disable", "enable", "enabled_state", "find_unit", "start", "stop"]
