@@ -1,11 +1,121 @@
-"""Stage inference: Ray plus vLLM or SGLang across the hosts as systemd units."""
+"""Stage inference: Ray plus vLLM or SGLang as systemd units, a health check and a latency/throughput probe."""
 
 from __future__ import annotations
 
-from steps.not_yet import NotYetAvailable
+import json
+import re
+import secrets
+import time
+from typing import Any
+
+from steps import inference_bench as bench
+from steps.inference_checks import host_checks, version_consistency
+from steps.inference_fabric import read_live
+from steps.inference_layout import build_layout
+from steps.inference_plan import plan_host, serving_units
+from steps.inference_units import ENGINE_UNIT, ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR, venv_bin
+from wizard.executors.base import Executor
+from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
+
+_PACKAGES = ("vllm", "sglang", "ray", "torch")
 
 
-class Inference(NotYetAvailable):
+class Inference(Step):
     id = "inference"
     title = "Inference service"
     summary = "Ray plus vLLM or SGLang across the hosts as systemd units, health check and a latency/throughput probe."
+
+    def __init__(self) -> None:
+        # Handed to every host only when their Ray tokens are missing or differ (a rotation). It lives in memory:
+        # facts, state and logs only ever see its SHA-256 as read back from the hosts.
+        self.ray_token = secrets.token_hex(32)
+
+    async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
+        cfg = ctx.answers.inference
+        if not cfg.enabled:
+            return {"enabled": False}
+        ex = ctx.executor
+        facts: dict[str, Any] = {"enabled": True, "python": None, "packages": {}, "files": {}, "units": {}}
+        facts["probed_at"] = time.time()  # lets plans tell hosts probed in this run from stale ones
+        version = await ex.run([venv_bin(cfg, "python"), "--version"])
+        match = re.search(r"Python (\d+\.\d+(\.\d+)?)", version.stdout + version.stderr)
+        if version.ok and match:
+            facts["python"] = match.group(1)
+            listing = await ex.run(
+                [venv_bin(cfg, "python"), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+            )
+            facts["packages"] = parse_pip_list(listing.stdout) if listing.ok else {}
+        facts["rdma"] = await read_live(ex)
+        for path in (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}"):
+            text = await ex.read_file(path, sudo=True)
+            # One trailing newline, like every file this stage writes (transports differ in what they keep).
+            facts["files"][path] = text.rstrip("\n") + "\n" if text else text
+        # Only a hash of the Ray token is ever read back: its value must not land in logs or facts.
+        digest = await ex.run(["sha256sum", TOKEN_PATH], sudo=True)
+        facts["ray_token_sha256"] = digest.stdout.split()[0] if digest.ok and digest.stdout.split() else None
+        for unit in (RAY_UNIT, ENGINE_UNIT):
+            active = (await ex.run(["systemctl", "is-active", unit])).stdout.strip() or "unknown"
+            enabled = (await ex.run(["systemctl", "is-enabled", unit])).stdout.strip() or "not-found"
+            state: dict[str, Any] = {"active": active, "enabled": enabled}
+            if active in ("failed", "activating"):
+                journal = await ex.run(["journalctl", "-u", unit, "-n", "12", "--no-pager", "-o", "cat"], sudo=True)
+                state["journal"] = [line for line in journal.stdout.splitlines() if line.strip()][-8:]
+            facts["units"][unit] = state
+        return facts
+
+    def plan(self, view: ClusterView, host: str) -> HostPlan:
+        if not view.answers.inference.enabled:
+            return HostPlan(
+                stage=self.id, host=host, noop_reason="inference.enabled is false in the answers; nothing deployed"
+            )
+        return plan_host(view, build_layout(view), host, self.ray_token)
+
+    def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
+        if not view.answers.inference.enabled:
+            return [
+                CheckItem(id="enabled", title="inference service", status="skip", evidence="inference.enabled is false")
+            ]
+        return host_checks(view, build_layout(view), host)
+
+    def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
+        if not view.answers.inference.enabled:
+            return {}
+        return version_consistency(view, build_layout(view))
+
+    async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
+        cfg = view.answers.inference
+        if not cfg.enabled:
+            return {}
+        layout = build_layout(view)
+        head = layout.head
+        if head is None or any(layout.refusals(n.host) for n in layout.nodes):
+            return {}
+        missing = [n.host for n in layout.nodes if n.host not in executors]
+        if missing:
+            reason = f"{', '.join(missing)} left the run (an earlier step failed there); the serving group needs it"
+            return {n.host: {"healthy": False, "skipped": reason} for n in layout.nodes if n.host in executors}
+        units = serving_units(view, layout, head.host)
+        engine = ENGINE_UNIT if ENGINE_UNIT in units else RAY_UNIT
+        health = await bench.wait_healthy(executors[head.host], cfg, engine, cfg.ready_timeout_s)
+        result: dict[str, Any] = {"health": health}
+        if health["healthy"]:
+            result["probe"] = await bench.run_probe(executors[head.host], cfg)
+        out = {head.host: result}
+        for node in layout.nodes[1:]:
+            out[node.host] = {"served_by": head.host, "health": health}
+        return out
+
+
+def parse_pip_list(text: str) -> dict[str, str]:
+    """`pip list --format=json` -> {name: version} for the packages this stage cares about."""
+    start = text.find("[")
+    try:
+        rows = json.loads(text[start:]) if start >= 0 else []
+    except json.JSONDecodeError:
+        return {}
+    found = {}
+    for row in rows if isinstance(rows, list) else []:
+        name = str(row.get("name", "")).lower().replace("_", "-")
+        if name in _PACKAGES:
+            found[name] = str(row.get("version", ""))
+    return found

@@ -36,6 +36,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON event per line on stdout; progress on stderr")
     p.add_argument("--state-dir", type=Path, help="where progress, facts and logs are kept")
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
+    p.add_argument("--reset", action="store_true", help="(--demo) start from bare simulated hosts, forget progress")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every command's output")
     p.add_argument("--version", action="version", version=f"roce-wizard {__version__}")
     return p
@@ -98,8 +99,8 @@ def _main_run(args: argparse.Namespace) -> int:
 
     answers = load_answers(args.answers or example_answers())
     stages = select_stages(args.only, args.from_stage)
-    if args.fault and not args.demo:
-        raise UsageError("--fault only applies to the simulated cluster (--demo)")
+    if (args.fault or args.reset) and not args.demo:
+        raise UsageError("--fault and --reset only apply to the simulated cluster (--demo)")
     return asyncio.run(_headless(args, answers, stages))
 
 
@@ -123,14 +124,15 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
         reboot_timeout_s=60.0 if args.demo else 900.0,
     )
     if args.demo:
-        from wizard.session import check_faults
+        from wizard.session import check_faults, demo_state_dir
 
         check_faults(answers, args.fault)  # type: ignore[arg-type]
+        args.state_dir = demo_state_dir(answers, args.state_dir, reset=args.reset)  # type: ignore[arg-type]
         sys.stderr.write(
             "[simulated] SIMULATED CLUSTER: every host below is simulated on 127.0.0.1; "
             "addresses in the answers file are never contacted.\n"
         )
-        async with simulated_targets(answers, args.fault, password) as targets:  # type: ignore[arg-type]
+        async with simulated_targets(answers, args.fault, password, args.state_dir) as targets:  # type: ignore[arg-type]
             return await _run_session(answers, all_steps(), targets, args, bus, options, password)
     targets = production_targets(answers, password)  # type: ignore[arg-type]
     return await _run_session(answers, all_steps(), targets, args, bus, options, password)

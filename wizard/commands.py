@@ -71,7 +71,10 @@ async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  #
         return 1 if failures else EXIT_OK
 
     if args.demo:
-        async with simulated_targets(answers, args.fault, password) as targets:
+        from wizard.session import demo_state_dir
+
+        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)
+        async with simulated_targets(answers, args.fault, password, args.state_dir) as targets:
             return await with_targets(targets)
     return await with_targets(production_targets(answers, password))
 

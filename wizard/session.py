@@ -74,7 +74,7 @@ def production_targets(answers: Answers, password: str | None) -> dict[str, SshT
 
 @contextlib.asynccontextmanager
 async def simulated_targets(
-    answers: Answers, faults: Sequence[str], password: str | None
+    answers: Answers, faults: Sequence[str], password: str | None, state_dir: Path | None = None
 ) -> AsyncIterator[dict[str, SshTarget]]:
     """Start the simulated lab for the answers' hosts and yield targets that reach it on 127.0.0.1.
 
@@ -91,6 +91,14 @@ async def simulated_targets(
     scale = float(os.environ.get(LAB_TIME_SCALE_ENV, "1") or 1)
     lab.time_scale = scale
     lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
+    if state_dir is not None:
+        # The simulated hosts keep their disks next to the wizard's state, as real hosts keep theirs between runs.
+        booted = lab.use_disks(state_dir / "lab")
+        if booted:
+            sys.stderr.write(
+                f"[simulated] {', '.join(booted)} booted from the disks saved in {state_dir / 'lab'} "
+                "(--reset starts from bare hosts)\n"
+            )
     await lab.start()
     try:
         targets = production_targets(answers, password)
@@ -118,6 +126,18 @@ def check_faults(answers: Answers, faults: Sequence[str]) -> list:  # type: igno
     if unknown:
         raise UsageError(f"--fault names unknown host(s): {', '.join(unknown)} (hosts: {', '.join(names)})")
     return parsed
+
+
+def demo_state_dir(answers: Answers, state_dir: Path | None, *, reset: bool) -> Path:
+    """The demo's state directory; ``reset`` forgets saved progress and the simulated hosts' disks."""
+    import shutil
+
+    chosen = state_dir or default_state_dir(answers.cluster.name, demo=True)
+    if reset and chosen.exists():
+        if not (chosen / "run.json").exists() and not (chosen / "lab").exists():
+            raise UsageError(f"--reset: {chosen} does not look like a roce-wizard state directory; not removing it")
+        shutil.rmtree(chosen)
+    return chosen
 
 
 def open_session(

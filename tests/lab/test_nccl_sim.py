@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from wizard.lab import Lab, SimHost, packages, parse_fault
 from wizard.parsers.nccl import parse_nccl_all_reduce_perf, parse_nccl_debug
 
@@ -62,8 +64,9 @@ async def test_build_produces_an_mpi_linked_all_reduce_perf():
 
 
 async def test_make_without_nvcc_fails_like_the_real_build():
-    host = Lab.reference(["server1", "server2"]).hosts["server1"]
-    host.lab.time_scale = 0.001  # type: ignore[union-attr]
+    lab = Lab.reference(["server1", "server2"])
+    lab.time_scale = 0.001
+    host = lab.hosts["server1"]
     await host.run("apt-get install -y git build-essential libnccl-dev libopenmpi-dev")
     await host.run("git clone --depth 1 --branch v2.17.9 https://github.com/NVIDIA/nccl-tests.git /opt/nccl-tests")
     failed = await host.run("make -C /opt/nccl-tests MPI=1")
@@ -117,8 +120,6 @@ async def test_mpirun_refuses_root_without_the_override():
 
 
 async def test_torchrun_nodes_meet_at_the_master_and_rank_zero_reports():
-    import asyncio
-
     lab = await ready_lab()
     for host in lab.hosts.values():
         host.fs.install("/usr/local/bin/torchrun", b"\x7fELF roce-wizard-sim:torchrun\n", 0o755)

@@ -66,6 +66,7 @@ class Lab:
         self._cred_dir: Path | None = None
         self._own_dir: Path | None = None
         self.started = False
+        self.disk_dir: Path | None = None  # where hosts keep their disks between runs (the demo's state dir)
 
     # -- construction --------------------------------------------------------------------------------------
     @classmethod
@@ -120,6 +121,14 @@ class Lab:
         return key_path, directory / "known_hosts"
 
     # -- lifecycle -----------------------------------------------------------------------------------------
+    def use_disks(self, directory: Path) -> list[str]:
+        """Keep every host's disk in ``directory``: boot from a saved disk where there is one, save after each
+        command. Call before :meth:`start`; returns the hosts that booted from a saved disk."""
+        from wizard.lab.disk import load_disk
+
+        self.disk_dir = directory
+        return [name for name, host in self.hosts.items() if load_disk(host, directory / f"{name}.json")]
+
     async def start(self, bind: str = "127.0.0.1", base_port: int = 0) -> None:
         self.bind = bind
         await asyncio.gather(*(h.start_units() for h in self.hosts.values()))

@@ -322,7 +322,14 @@ class SimHost(LinkState):
         cred = self.cred_for(user)
         full_env = self.login_env(user, env, client)
         shell = Shell(self, cred=cred, env=full_env, cwd=full_env["HOME"], io=IO(stdin or TextInput(""), out, err))
-        return await shell.run(command)
+        try:
+            return await shell.run(command)
+        finally:
+            disk_dir = getattr(self.lab, "disk_dir", None)
+            if disk_dir is not None:
+                from wizard.lab.disk import save_disk
+
+                save_disk(self, disk_dir / f"{self.name}.json")
 
     async def run(
         self, command: str, *, user: str = "root", stdin: str = "", env: dict[str, str] | None = None

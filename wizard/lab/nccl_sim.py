@@ -130,8 +130,7 @@ def plan_job(views: list[HostView]) -> Job:
                 if peer is not v and not _rail_path(v.host, dev, peer.host, peer_dev):
                     job.failure.setdefault(
                         v.host.name,
-                        f"misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable"
-                        f" ({dev.name} -> {peer.short})",
+                        "misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable",
                     )
         mtu = min(rdma.active_mtu(v.host, d) for v, d in zip(views, pair, strict=True))
         speed = min(
