@@ -168,7 +168,7 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
         if (facts.get("files") or {}).get(path) != content
     ]
     if uses_ray(cfg) and cfg.ray_auth == "token" and not token_in_sync(view, layout):
-        files.append(FileWrite(path=TOKEN_PATH, content=ray_token + "\n", mode=0o600))
+        files.append(FileWrite(path=TOKEN_PATH, content=ray_token + "\n", mode=0o600, secret=True))
     if files:
         env_paths = ", ".join(f.path for f in files)
         changes.append(

@@ -16,7 +16,7 @@ def print_plans(outcomes: list[StageOutcome], failures: dict[str, str], *, as_js
     if as_json:
         doc: dict[str, Any] = {
             "simulated": simulated,
-            "stages": {o.stage: {h: p.model_dump(mode="json") for h, p in o.plans.items()} for o in outcomes},
+            "stages": {o.stage: {h: _public(p) for h, p in o.plans.items()} for o in outcomes},
             "failed_hosts": failures,
         }
         print(json.dumps(doc, indent=2))
@@ -34,6 +34,17 @@ def print_plans(outcomes: list[StageOutcome], failures: dict[str, str], *, as_js
                 continue
             _print_host_plan(plan)
     sys.stdout.flush()
+
+
+def _public(plan: HostPlan) -> dict[str, Any]:
+    """A plan as JSON with secret file contents removed."""
+    doc = plan.model_dump(mode="json")
+    for change in doc["changes"]:
+        for file in change["files"]:
+            if file["secret"]:
+                file["content"] = None
+                file["before"] = None
+    return doc
 
 
 def _print_host_plan(plan: HostPlan) -> None:
@@ -83,6 +94,9 @@ def write_plan_dir(out: Path, outcomes: list[StageOutcome], *, simulated: bool) 
                 if change.why:
                     lines.append(f"#   why: {change.why}")
                 for file in change.files:
+                    if file.secret:
+                        lines.append(f"# {file.path} holds a secret the wizard generates when it applies; not exported")
+                        continue
                     local = folder / "files" / file.path.lstrip("/")
                     local.parent.mkdir(parents=True, exist_ok=True)
                     local.write_text(file.content, encoding="utf-8")

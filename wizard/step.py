@@ -58,9 +58,13 @@ class FileWrite(_Model):
     owner: str = "root"
     group: str = "root"
     before: str | None = None
+    secret: bool = False
+    """The content is a credential (e.g. a Ray token): never printed, exported or stored with the plan."""
 
     def diff(self) -> str:
-        """Unified diff from the current content to the new one."""
+        """Unified diff from the current content to the new one (a secret's content is never shown)."""
+        if self.secret:
+            return f"(content of {self.path} not shown: it holds a secret)\n"
         before = (self.before or "").splitlines(keepends=True)
         after = self.content.splitlines(keepends=True)
         label = "/dev/null" if self.before is None else f"a{self.path}"
