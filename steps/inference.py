@@ -77,6 +77,13 @@ class Inference(Step):
             ]
         return host_checks(view, build_layout(view), host)
 
+    def describe(self, view: ClusterView, host: str) -> list[str]:
+        """The endpoint's health and the latency/throughput probe, shown without --verbose."""
+        if not view.answers.inference.enabled:
+            return []
+        shown = [c for c in host_checks(view, build_layout(view), host) if c.id in ("health", "probe")]
+        return [f"{c.title}: {c.evidence}" for c in shown if c.status in ("pass", "warn")]
+
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         if not view.answers.inference.enabled:
             return {}
