@@ -33,6 +33,8 @@ class PlaceholderApp(App[int]):
         yield Footer()
 
 
-def run_app(state_dir: Path | None = None) -> int:
+def run_app(
+    state_dir: Path | None = None, *, demo: bool = False, faults: list[str] | None = None, reset: bool = False
+) -> int:
     PlaceholderApp().run()
     return 0

@@ -90,10 +90,13 @@ def _error(message: str) -> None:
 
 
 def _main_run(args: argparse.Namespace) -> int:
-    if args.answers is None and not args.demo:
+    headless_only = args.json or args.yes or args.only or args.from_stage or args.verbose
+    if args.answers is None and not headless_only and sys.stdin.isatty() and sys.stdout.isatty():
         from screens.app import run_app
 
-        return run_app(state_dir=args.state_dir)
+        return run_app(state_dir=args.state_dir, demo=args.demo, faults=args.fault, reset=args.reset)
+    if args.answers is None and not args.demo:
+        raise UsageError("no terminal for the wizard: give --answers FILE to run headless (or --demo)")
     from wizard.answers import load_answers
     from wizard.paths import example_answers
 
