@@ -141,7 +141,11 @@ def lab_cmd(argv: list[str]) -> int:
     serve = sub.add_parser("serve", help="serve SIMULATED hosts over SSH on 127.0.0.1 until interrupted")
     serve.add_argument("--hosts", type=int, default=2, help="number of hosts (2 = the reference pair)")
     serve.add_argument("--port", type=int, default=0, help="first port (host i listens on PORT+i); 0 = any free")
-    serve.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]")
+    from wizard.lab.faults import FAULT_HELP
+
+    serve.add_argument(
+        "--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="; ".join(FAULT_HELP.values())
+    )
     serve.add_argument("--write-answers", type=Path, help="write an answers file (plus key and known_hosts) for them")
     args = p.parse_args(argv)
     from wizard.lab_serve import serve_lab

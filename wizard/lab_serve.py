@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
 import signal
 import sys
 from pathlib import Path
@@ -48,6 +49,7 @@ async def serve_lab(hosts: int, port: int, faults: list[str], write_answers: Pat
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     lab = Lab.reference(["server1", "server2"], faults=parsed) if hosts == 2 else Lab.generated(hosts, faults=parsed)
+    lab.time_scale = float(os.environ.get("ROCE_WIZARD_LAB_TIME_SCALE", "1") or 1)
     await lab.start(base_port=port)
     try:
         endpoints = {name: lab.endpoint(name) for name in lab.names}
