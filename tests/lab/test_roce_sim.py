@@ -79,8 +79,8 @@ async def test_rdma_cm_configfs_needs_the_rdma_cm_module():
 
 async def test_an_enabled_oneshot_unit_runs_its_script_at_boot():
     h = host()
-    h.fs.install("/usr/local/sbin/qos.sh", "#!/bin/bash\nset -euo pipefail\nmlnx_qos -i ens1f0np0 --trust dscp >/dev/null\n",
-                 0o755)  # fmt: skip
+    script = "#!/bin/bash\nset -euo pipefail\nmlnx_qos -i ens1f0np0 --trust dscp >/dev/null\n"
+    h.fs.install("/usr/local/sbin/qos.sh", script, 0o755)
     h.fs.install(
         "/etc/systemd/system/qos.service",
         "[Unit]\nDescription=qos\nAfter=network-online.target\n[Service]\nType=oneshot\nRemainAfterExit=yes\n"
