@@ -110,3 +110,18 @@ def test_killing_the_run_at_any_point_leaves_a_resumable_state(tmp_path: Path) -
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     status = json.loads(cli("status", "--state-dir", str(state), "--json").stdout)
     assert status["hosts"]["server2"]["command_in_flight"] is None
+
+
+def test_a_connection_cut_mid_command_fails_that_host_and_a_rerun_resumes(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    cut = cli(
+        "--demo", "--only", "discovery,ofed", "--yes", "--fault", "server2:ssh_drop=apt-get", "--state-dir", str(state)
+    )
+    assert cut.returncode == 1
+    line = next(ln for ln in cut.stderr.splitlines() if "server2: FAILED" in ln)
+    assert "connection lost during" in line and "apt-get" in line
+    assert "server1: ok" in cut.stderr, "the other host keeps going"
+    again = cli("--demo", "--only", "discovery,ofed", "--yes", "--state-dir", str(state))
+    assert again.returncode == 0, again.stderr[-2000:]
+    status = json.loads(cli("status", "--state-dir", str(state), "--json").stdout)
+    assert status["hosts"]["server2"]["stages"]["ofed"]["status"] == "done"
