@@ -9,18 +9,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.answers import Answers
+from wizard.apply import BACKUP_ROOT, StepFailed, apply_change
 from wizard.events import EventBus
-from wizard.executors.base import CommandResult, ConnectionLost, Executor, ExecutorError, Stream
+from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
 from wizard.logs import HostLogs
 from wizard.state import RunRecord, StateStore, now
-from wizard.step import Change, CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
+from wizard.step import CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
 
 Confirm = Callable[[str, HostPlan], Awaitable[bool]]
-BACKUP_ROOT = "/var/lib/roce-wizard/backups"
-
-
-class StepFailed(Exception):
-    """A change could not be applied; the message is the one line the operator sees."""
 
 
 @dataclass(slots=True)
@@ -202,7 +198,7 @@ class Runner:
         except Exception as exc:  # noqa: BLE001 - a bug in one plan must not take down other hosts
             self.logs.write(host, traceback.format_exc())
             plan = HostPlan(stage=stage, host=host, blockers=[f"internal error while planning: {exc!r}"])
-        self.bus.emit("plan", stage=stage, host=host, **_plan_payload(plan))
+        self.bus.emit("plan", stage=stage, host=host, **plan.payload())
         return plan
 
     async def _probe_hosts(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
@@ -250,7 +246,7 @@ class Runner:
         try:
             for change in plan.changes:
                 self.bus.emit("change_started", stage=stage, host=host, summary=change.summary, impact=change.impact)
-                for backup in await self._apply_change(executor, change, backup_dir, options):
+                for backup in await apply_change(executor, change, backup_dir, options.reboot_timeout_s):
                     record.backups.append(backup)
                 record.changes_applied += 1
                 self.store.save_host(host)
@@ -260,32 +256,6 @@ class Runner:
         except Exception as exc:  # noqa: BLE001
             self.logs.write(host, traceback.format_exc())
             self._finish(stage, host, "failed", f"internal error while applying: {exc!r}", outcome)
-
-    async def _apply_change(
-        self, executor: Executor, change: Change, backup_dir: str, options: RunOptions
-    ) -> list[str]:
-        backups = []
-        for file in change.files:
-            backup = await executor.write_file(
-                file.path, file.content, mode=file.mode, owner=file.owner, group=file.group, backup_dir=backup_dir
-            )
-            if backup:
-                backups.append(backup)
-        for command in change.commands:
-            result = await executor.run(
-                command.argv, sudo=command.sudo, input=command.input, timeout_s=command.timeout_s
-            )
-            if result.exit_status not in command.ok_exit_codes:
-                raise StepFailed(
-                    f"{change.summary}: `{command.shell()}` exited {result.exit_status}: {result.first_error_line()}"
-                )
-        if change.reboot:
-            try:
-                await executor.run(["systemctl", "reboot"], sudo=True, timeout_s=30)
-            except ConnectionLost:
-                pass  # the connection going away is what a reboot looks like
-            await executor.wait_until_back(timeout_s=options.reboot_timeout_s)
-        return backups
 
     async def _cluster_probe(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
         if not hosts:
@@ -373,22 +343,3 @@ class Runner:
         record = self.store.host(host).stage(stage)
         record.finished_at = now()
         self._set(stage, host, status, reason)
-
-
-def _plan_payload(plan: HostPlan) -> dict[str, Any]:
-    return {
-        "impact": plan.impact.value,
-        "noop_reason": plan.noop_reason,
-        "notes": plan.notes,
-        "blockers": plan.blockers,
-        "changes": [
-            {
-                "summary": c.summary,
-                "impact": c.impact.value,
-                "why": c.why,
-                "files": [f.path for f in c.files],
-                "commands": [cmd.shell() for cmd in c.commands] + (["systemctl reboot"] if c.reboot else []),
-            }
-            for c in plan.changes
-        ],
-    }

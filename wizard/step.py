@@ -104,6 +104,25 @@ class HostPlan(_Model):
     def empty(self) -> bool:
         return not self.changes
 
+    def payload(self) -> dict[str, Any]:
+        """The plan as an event: what changes, where and how risky; file contents stay out."""
+        return {
+            "impact": self.impact.value,
+            "noop_reason": self.noop_reason,
+            "notes": self.notes,
+            "blockers": self.blockers,
+            "changes": [
+                {
+                    "summary": c.summary,
+                    "impact": c.impact.value,
+                    "why": c.why,
+                    "files": [f.path for f in c.files],
+                    "commands": [cmd.shell() for cmd in c.commands] + (["systemctl reboot"] if c.reboot else []),
+                }
+                for c in self.changes
+            ],
+        }
+
 
 CheckStatus = Literal["pass", "fail", "warn", "skip"]
 
