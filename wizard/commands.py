@@ -13,7 +13,14 @@ from wizard.errors import EXIT_OK, EXIT_USAGE
 
 
 def dispatch(name: str, args: Sequence[str]) -> int:
-    handler = {"plan": plan_cmd, "status": status_cmd, "schema": schema_cmd, "parse": parse_cmd, "lab": lab_cmd}[name]
+    handler = {
+        "plan": plan_cmd,
+        "status": status_cmd,
+        "schema": schema_cmd,
+        "parse": parse_cmd,
+        "lab": lab_cmd,
+        "rollback": rollback_cmd,
+    }[name]
     return handler(list(args))
 
 
@@ -151,3 +158,79 @@ def lab_cmd(argv: list[str]) -> int:
     from wizard.lab_serve import serve_lab
 
     return asyncio.run(serve_lab(args.hosts, args.port, args.fault, args.write_answers))
+
+
+# -- rollback ---------------------------------------------------------------------------------------------
+def rollback_cmd(argv: list[str]) -> int:
+    from wizard.cli import STAGE_IDS
+
+    p = _parser("rollback", "Put back the files the wizard replaced (and remove those it created) on chosen hosts.")
+    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
+    p.add_argument("--demo", action="store_true", help="the SIMULATED cluster")
+    p.add_argument("--host", action="append", default=[], help="host to roll back (repeatable; default: all)")
+    p.add_argument("--stage", action="append", default=[], choices=STAGE_IDS, help="stage (repeatable; default: all)")
+    p.add_argument("--yes", action="store_true", help="do it (without --yes the rollback is only shown)")
+    p.add_argument("--state-dir", type=Path)
+    args = p.parse_args(argv)
+    from wizard.answers import load_answers
+    from wizard.errors import UsageError
+    from wizard.paths import example_answers
+
+    if args.answers is None and not args.demo:
+        raise UsageError("rollback needs --answers FILE (or --demo)")
+    answers = load_answers(args.answers or example_answers())
+    names = [h.name for h in answers.hosts]
+    unknown = [h for h in args.host if h not in names]
+    if unknown:
+        raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
+    stages = [s for s in reversed(STAGE_IDS) if not args.stage or s in args.stage]
+    return asyncio.run(_rollback(args, answers, args.host or names, stages))
+
+
+async def _rollback(args: argparse.Namespace, answers, hosts: list[str], stages: list[str]) -> int:  # type: ignore[no-untyped-def]
+    from steps import all_steps
+    from wizard.apply import StepFailed, apply_change
+    from wizard.events import EventBus
+    from wizard.executors.base import ExecutorError
+    from wizard.rollback import mark_rolled_back, rollback_change
+    from wizard.session import demo_state_dir, open_session, production_targets, simulated_targets, sudo_password
+
+    password = sudo_password(answers, interactive=True)
+    if args.demo:
+        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)
+
+    async def with_targets(targets) -> int:  # type: ignore[no-untyped-def]
+        session = open_session(
+            answers, all_steps(), targets, args.state_dir, EventBus(), simulated=args.demo, password=password
+        )
+        failed = 0
+        try:
+            for host in hosts:
+                change = rollback_change(session.store, host, stages)
+                if change is None:
+                    print(f"{host}: nothing to roll back for {', '.join(stages)}")
+                    continue
+                print(f"{host}: {change.summary}")
+                for command in change.commands:
+                    print(f"    $ {command.shell()}")
+                if not args.yes:
+                    continue
+                try:
+                    await apply_change(session.executors[host], change, "", 900.0)
+                except (ExecutorError, StepFailed) as exc:
+                    failed += 1
+                    print(f"{host}: rollback FAILED: {exc}")
+                    continue
+                mark_rolled_back(session.store, host, stages)
+                print(f"{host}: rolled back; the stages are pending again")
+        finally:
+            await session.close()
+        if not args.yes:
+            sys.stderr.write("roce-wizard rollback: nothing done; add --yes to roll back as shown\n")
+            return 1
+        return 1 if failed else EXIT_OK
+
+    if args.demo:
+        async with simulated_targets(answers, [], password, args.state_dir) as targets:
+            return await with_targets(targets)
+    return await with_targets(production_targets(answers, password))

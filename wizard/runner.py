@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wizard.answers import Answers
-from wizard.apply import BACKUP_ROOT, StepFailed, apply_change
+from wizard.apply import BACKUP_ROOT, Guard, StepFailed, apply_change
 from wizard.events import EventBus
 from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
 from wizard.logs import HostLogs
@@ -27,6 +27,7 @@ class RunOptions:
     confirm: Confirm | None = None
     demo: bool = False
     answers_path: str | None = None
+    guard: Guard | None = field(default_factory=Guard)
 
 
 @dataclass(slots=True)
@@ -246,8 +247,12 @@ class Runner:
         try:
             for change in plan.changes:
                 self.bus.emit("change_started", stage=stage, host=host, summary=change.summary, impact=change.impact)
-                for backup in await apply_change(executor, change, backup_dir, options.reboot_timeout_s):
-                    record.backups.append(backup)
+                written = await apply_change(executor, change, backup_dir, options.reboot_timeout_s, options.guard)
+                for path, backup in written:
+                    if backup:
+                        record.backups.append(backup)
+                    elif path not in record.created:
+                        record.created.append(path)
                 record.changes_applied += 1
                 self.store.save_host(host)
         except (ExecutorError, StepFailed) as exc:

@@ -88,7 +88,7 @@ async def simulated_targets(
     mgmt = {h.name: h.address for h in answers.hosts}
     lab = Lab.reference(names, mgmt_addresses=mgmt, faults=parsed)
     # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
-    scale = float(os.environ.get(LAB_TIME_SCALE_ENV, "1") or 1)
+    scale = lab_time_scale()
     lab.time_scale = scale
     lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
     if state_dir is not None:
@@ -111,6 +111,14 @@ async def simulated_targets(
         yield targets
     finally:
         await lab.stop()
+
+
+def lab_time_scale() -> float:
+    """How much faster the simulated lab's clocks run (tests shrink them; the demo keeps them life-like)."""
+    try:
+        return max(0.0001, float(os.environ.get(LAB_TIME_SCALE_ENV, "1") or 1))
+    except ValueError:
+        raise UsageError(f"${LAB_TIME_SCALE_ENV} must be a number") from None
 
 
 def check_faults(answers: Answers, faults: Sequence[str]) -> list:  # type: ignore[type-arg]

@@ -44,6 +44,9 @@ class StageRecord(_Model):
     checks: list[CheckItem] = Field(default_factory=list)
     changes_applied: int = 0
     backups: list[str] = Field(default_factory=list)
+    """Copies of files this stage replaced, on the host: <backup root>/<run>/<stage>/<original path>."""
+    created: list[str] = Field(default_factory=list)
+    """Files this stage created where none existed (a rollback removes them)."""
 
 
 class HostRecord(_Model):

@@ -80,6 +80,9 @@ class Change(_Model):
     files: list[FileWrite] = Field(default_factory=list)
     commands: list[RemoteCommand] = Field(default_factory=list)
     reboot: bool = False
+    revert: list[RemoteCommand] = Field(default_factory=list)
+    """What the host runs after restoring the old files when the wizard cannot reach it again (default for
+    netplan files: ``netplan apply``)."""
 
 
 class HostPlan(_Model):

@@ -61,6 +61,9 @@ class FakeHost:
     async def wait_until_back(self, *, timeout_s: float) -> None:
         return None
 
+    async def check_new_connection(self) -> None:
+        await self.connect()
+
     async def close(self) -> None:
         return None
 
@@ -141,7 +144,11 @@ async def test_disruptive_changes_wait_for_yes_and_say_how_to_continue(tmp_path:
     assert hosts["h1"].files == {}
     runner, _ = make_runner(tmp_path, hosts, MarkerStep(Impact.DISRUPTIVE))
     assert await runner.run(RunOptions(stages=["discovery", "marker"], allow_disruptive=True)) == 0
-    assert hosts["h1"].files == {"/etc/marker": "h1"}
+    assert hosts["h1"].files["/etc/marker"] == "h1"
+    armed = [c for c in hosts["h1"].commands if c.startswith("systemd-run --unit=roce-wizard-revert-")]
+    assert len(armed) == 1, "a disruptive change is applied with a revert armed on the host"
+    unit = armed[0].split("--unit=")[1].split()[0]
+    assert f"systemctl stop {unit}.timer" in hosts["h1"].commands, "and disarmed once a new connection works"
 
 
 async def test_a_second_run_re_verifies_and_changes_nothing(tmp_path: Path) -> None:

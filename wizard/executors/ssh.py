@@ -163,6 +163,24 @@ class SshExecutor:
                 await self._conn.wait_closed()
             self._conn = None
 
+    async def check_new_connection(self) -> None:
+        """Prove the host is reachable over a NEW connection (the old one may survive a broken network)."""
+        known = self._known_hosts_path()
+        try:
+            conn = await self._dial(known)
+        except Exception as exc:
+            if isinstance(exc, (HostUnreachable, AuthenticationFailed, HostKeyRejected)):
+                raise
+            raise HostUnreachable(self.name, f"new connection failed: {exc}") from None
+        try:
+            result = await asyncio.wait_for(conn.run("true", check=False), self.target.connect_timeout_s)
+            if result.exit_status != 0:
+                raise HostUnreachable(self.name, "a new connection opened but could not run a command")
+        except (TimeoutError, asyncssh.Error, OSError) as exc:
+            raise HostUnreachable(self.name, f"new connection failed: {exc}") from None
+        finally:
+            conn.close()
+
     async def wait_until_back(self, *, timeout_s: float) -> None:
         """After a reboot: drop the old connection and reconnect with backoff until ``timeout_s`` passes."""
         await self.close()

@@ -16,6 +16,7 @@ FAULT_KINDS: dict[str, bool | None] = {
     "unreachable": False,
     "sudo_refused": False,
     "auth_refused": False,
+    "lockout": None,
 }
 
 FAULT_HELP = {
@@ -29,6 +30,8 @@ FAULT_HELP = {
     "unreachable": "unreachable        nothing listens on the SSH port",
     "sudo_refused": "sudo_refused       sudo asks for a password and refuses",
     "auth_refused": "auth_refused       the client key is rejected",
+    "lockout": "lockout[=TEXT]     a change cuts the management network (after the first command matching TEXT,\n"
+    "                   default 'netplan apply') until an armed revert restores it",
 }
 
 

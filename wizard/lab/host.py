@@ -325,6 +325,7 @@ class SimHost(LinkState):
         try:
             return await shell.run(command)
         finally:
+            self._maybe_lock_out(command)
             disk_dir = getattr(self.lab, "disk_dir", None)
             if disk_dir is not None:
                 from wizard.lab.disk import save_disk
@@ -344,6 +345,24 @@ class SimHost(LinkState):
         env = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8", "INVOCATION_ID": "0" * 32}
         shell = Shell(self, cred=ROOT, env=env, cwd="/", io=IO(stdin, out, err), argv0="/bin/sh")
         return await shell.run(command)
+
+    def _maybe_lock_out(self, command: str) -> None:
+        """The ``lockout`` fault: the first matching command cuts the management network (SSH goes away)."""
+        fault = self.fault("lockout")
+        if fault is None or getattr(self, "lockout_fired", False) or (fault.arg or "netplan apply") not in command:
+            return
+        self.lockout_fired = True
+        self.locked_out = True
+        self.journal_log("systemd-networkd.service", "management interface lost its address")
+        for listener in list(self.power_listeners):
+            asyncio.get_running_loop().call_soon(listener, "off")
+
+    def restore_management(self) -> None:
+        """An armed revert ran: the previous network configuration is back and SSH answers again."""
+        self.locked_out = False
+        self.journal_log("systemd-networkd.service", "management address restored")
+        for listener in list(self.power_listeners):
+            listener("on")
 
     def take_ssh_drop(self, command: str) -> bool:
         """Whether this command triggers the once-only ssh_drop fault."""

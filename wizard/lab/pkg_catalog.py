@@ -97,7 +97,7 @@ BASE: list[Pkg] = [
     Pkg(
         "systemd",
         "249.11-0ubuntu3.12",
-        bins=_tools("/usr/bin", "systemctl", "journalctl", "hostnamectl"),
+        bins=_tools("/usr/bin", "systemctl", "systemd-run", "journalctl", "hostnamectl"),
         links=(
             ("/usr/sbin/reboot", "/bin/systemctl"),
             ("/usr/sbin/shutdown", "/bin/systemctl"),
