@@ -51,6 +51,7 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "unreachable",
         "sudo_refused",
         "auth_refused",
+        "lockout",
     }
     assert set(FAULT_KINDS) == tested
 
@@ -200,5 +201,39 @@ async def test_auth_refused_rejects_the_lab_key() -> None:
     try:
         with pytest.raises(asyncssh.PermissionDenied):
             await connect(lab, "server2")
+    finally:
+        await lab.stop()
+
+
+async def test_lockout_cuts_ssh_after_the_matching_command_until_an_armed_revert_runs() -> None:
+    import asyncio
+
+    lab = await make_lab("server2:lockout=netplan apply")
+    try:
+        armed = await ssh(lab, "server2", "sudo systemd-run --unit=revert-1 --on-active=300s /bin/true")
+        assert "Running timer as unit: revert-1.timer" in armed.stderr
+        await ssh(lab, "server2", "sudo netplan apply")
+        await asyncio.sleep(0.05)
+        with pytest.raises(OSError):
+            await connect(lab, "server2")
+        host = lab.host("server2")
+        for _ in range(200):
+            if not getattr(host, "locked_out", False):
+                break
+            await asyncio.sleep(0.01)
+        assert (await ssh(lab, "server2", "hostname")).stdout == "server2\n"
+    finally:
+        await lab.stop()
+
+
+async def test_a_stopped_transient_timer_never_fires() -> None:
+    import asyncio
+
+    lab = await make_lab()
+    try:
+        await ssh(lab, "server1", "sudo systemd-run --unit=t1 --on-active=500s /usr/bin/touch /tmp/fired")
+        await ssh(lab, "server1", "sudo systemctl stop t1.timer")
+        await asyncio.sleep(0.05)
+        assert (await ssh(lab, "server1", "test -e /tmp/fired")).exit_status == 1
     finally:
         await lab.stop()
