@@ -13,6 +13,10 @@ from wizard.errors import EXIT_OK, EXIT_USAGE
 
 
 def dispatch(name: str, args: Sequence[str]) -> int:
+    if name in ("bwtest", "doctor"):
+        from wizard.validate.cli import bwtest_cmd, doctor_cmd
+
+        return {"bwtest": bwtest_cmd, "doctor": doctor_cmd}[name](list(args))
     handler = {
         "plan": plan_cmd,
         "status": status_cmd,

@@ -85,5 +85,6 @@ def load_disk(host: SimHost, path: Path) -> bool:
     for name in DISK_ATTRS:
         if name in doc["attrs"]:
             setattr(host, name, doc["attrs"][name])
+    host.install_fault_software()
     host.power_on()
     return True

@@ -94,13 +94,17 @@ class SimHost(LinkState):
         self.power_listeners: list[Callable[[str], Awaitable[None] | None]] = []
         self._booting = False
         rootfs.populate(self)
+        self.install_fault_software()
+        self.power_on()
+
+    def install_fault_software(self) -> None:
+        """Software a fault puts on the disk (pfc_off: an enabled lldpad); also after a saved disk is restored."""
         if self.fault("pfc_off"):
             pkg = packages.catalog("ubuntu")["lldpad"]
             packages.install_files(self, pkg)
             unit = services.find_unit(self, "lldpad")
             assert unit is not None
             services.enable(self, unit)
-        self.power_on()
 
     # -- faults and context ------------------------------------------------------------------------------
     def fault(self, kind: str, arg: str | None = None) -> Fault | None:

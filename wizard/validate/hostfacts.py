@@ -1,0 +1,53 @@
+"""Fresh facts for validation: the discovery and roce stages' own read-only probes, run again on every host."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from steps.discovery_facts import DiscoveryFacts, NicPort
+from steps.roce_facts import RoceFacts
+from wizard.answers import Answers
+from wizard.executors.base import Executor, ExecutorError
+from wizard.step import ProbeContext
+
+
+@dataclass
+class HostFacts:
+    """What one host looks like right now (None parts: the probe failed, ``error`` says why)."""
+
+    name: str
+    discovery: DiscoveryFacts
+    roce: RoceFacts | None = None
+    error: str | None = None
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def rails(self) -> list[NicPort]:
+        """RDMA Ethernet ports in PCI order: rail i of every host is its i-th port."""
+        return [p for p in self.discovery.rdma_ports() if (p.link_layer or "Ethernet") == "Ethernet"]
+
+
+async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
+    from steps.discovery import Discovery
+    from steps.roce import Roce
+
+    entry = next(h for h in answers.hosts if h.name == name)
+    try:
+        disc = await Discovery().probe(ProbeContext(entry, ex, answers, {}))
+    except ExecutorError as exc:
+        return HostFacts(name, DiscoveryFacts(), error=str(exc))
+    facts = HostFacts(name, DiscoveryFacts.model_validate(disc), raw={"discovery": disc})
+    try:
+        roce = await Roce().probe(ProbeContext(entry, ex, answers, {"discovery": disc}))
+        facts.raw["roce"] = roce
+        facts.roce = RoceFacts.model_validate({k: v for k, v in roce.items() if k != "notes"})
+    except ExecutorError as exc:
+        facts.error = str(exc)
+    return facts
+
+
+async def probe_all(answers: Answers, executors: dict[str, Executor]) -> dict[str, HostFacts]:
+    names = [h.name for h in answers.hosts if h.name in executors]
+    found = await asyncio.gather(*(probe_host(answers, n, executors[n]) for n in names))
+    return dict(zip(names, found, strict=True))

@@ -1,0 +1,141 @@
+"""Results of a validation run: per-rail bandwidth, latency, all-pairs matrix, lint, counters, NCCL, verdict."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Status = Literal["pass", "fail", "warn", "skip"]
+PASS_RATIO = 0.9  # a rail passes at >= 90 % of its discovered line rate (roce-correctness.md items 22, 23)
+LATENCY_ALARM_US = 5.0  # typical ib_write_lat above this on back-to-back 25GbE points at a problem (items 58, 59)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RailEnd(_Model):
+    """One side of a rail test: host, port and what perftest is told to use."""
+
+    host: str
+    netdev: str
+    device: str
+    gid_index: int | None = None
+    ipv4: str | None = None
+    network: str | None = None  # the rail subnet of that address, e.g. 192.168.11.0/24
+    speed_gbps: float | None = None
+
+
+class RailResult(_Model):
+    """One ib_write_bw run over one rail between two hosts."""
+
+    rail: int
+    server: RailEnd
+    client: RailEnd
+    mode: Literal["alone", "together"] = "alone"
+    gbps: float | None = None  # average Gb/s at the largest message size
+    expected_gbps: float | None = None  # the discovered line rate of the slower end
+    mtu: int | None = None  # the path MTU perftest reports
+    sweep: list[tuple[int, float]] = Field(default_factory=list)  # (message bytes, average Gb/s)
+    status: Status = "skip"
+    cause: str | None = None
+    fix: str | None = None
+    errors: list[str] = Field(default_factory=list)
+    command: str = ""
+    output: str = ""  # the client's perftest output as printed (for the ticket)
+
+    @property
+    def ratio(self) -> float | None:
+        if self.gbps is None or not self.expected_gbps:
+            return None
+        return self.gbps / self.expected_gbps
+
+    @property
+    def label(self) -> str:
+        return f"rail {self.rail}: {self.client.host} {self.client.netdev} -> {self.server.host} {self.server.netdev}"
+
+
+class LatencyResult(_Model):
+    rail: int
+    server: RailEnd
+    client: RailEnd
+    typical_us: float | None = None
+    p99_us: float | None = None
+    p99_9_us: float | None = None
+    threshold_us: float = LATENCY_ALARM_US
+    status: Status = "skip"
+    cause: str | None = None
+    errors: list[str] = Field(default_factory=list)
+
+
+class Aggregate(_Model):
+    """All rails of a host pair at once."""
+
+    hosts: tuple[str, str]
+    gbps: float
+    expected_gbps: float
+    status: Status
+
+
+class PairCell(_Model):
+    """One cell of the all-pairs matrix (the pair's rails run together)."""
+
+    a: str
+    b: str
+    round: int
+    gbps: float | None
+    expected_gbps: float | None
+    rails: list[float | None] = Field(default_factory=list)
+    status: Status = "skip"
+    hint: str | None = None  # the host/port/cable to look at when the cell is slow
+
+
+class CheckResult(_Model):
+    """A lint item or a doctor check: what was seen and what to do."""
+
+    id: str
+    title: str
+    status: Status
+    evidence: str = ""
+    fix: str | None = None
+    host: str | None = None
+
+
+class CounterDelta(_Model):
+    """How a port's PFC/ECN counters moved during the tests."""
+
+    host: str
+    netdev: str
+    deltas: dict[str, int] = Field(default_factory=dict)
+    status: Status = "pass"
+    note: str = ""
+
+
+class NcclResult(_Model):
+    status: Status = "skip"
+    reason: str = ""
+    transport: str | None = None
+    busbw: list[tuple[int, float]] = Field(default_factory=list)  # (bytes, GB/s out-of-place bus bandwidth)
+    peak_busbw: float | None = None
+
+
+class Report(_Model):
+    """Everything a validation run found; saved with the state and exported as JSON and HTML."""
+
+    simulated: bool
+    cluster: str
+    hosts: list[str]
+    started: str
+    finished: str | None = None
+    tclass: int = 0
+    lint: list[CheckResult] = Field(default_factory=list)
+    rails: list[RailResult] = Field(default_factory=list)
+    together: list[RailResult] = Field(default_factory=list)
+    aggregate: list[Aggregate] = Field(default_factory=list)
+    latency: list[LatencyResult] = Field(default_factory=list)
+    matrix: list[PairCell] = Field(default_factory=list)
+    counters: list[CounterDelta] = Field(default_factory=list)
+    nccl: NcclResult = Field(default_factory=NcclResult)
+    verdict: Literal["pass", "fail"] = "fail"
+    causes: list[str] = Field(default_factory=list)  # most likely first, each naming host/port and the fix

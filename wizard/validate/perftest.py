@@ -1,0 +1,132 @@
+"""perftest between two hosts over one rail: real argv for both sides, server first, client with retries, parsing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from wizard.executors.base import CommandResult, Executor, ExecutorError
+from wizard.parsers import ParseError, parse
+from wizard.parsers.perftest import PerftestBw, PerftestLat
+from wizard.validate.model import RailEnd
+
+BASE_PORT = 18515  # perftest's default; every concurrent pair gets its own port above it
+SERVER_GRACE_S = 30  # `timeout` ends a server whose client never came (real perftest waits forever)
+START_DELAY_S = 0.5  # the server must listen before the client connects
+
+
+@dataclass
+class Spec:
+    """One perftest run: tool, both ends, TCP port, traffic class and how long/which sizes."""
+
+    tool: str
+    server: RailEnd
+    client: RailEnd
+    port: int
+    tclass: int
+    sweep: bool = False
+    duration_s: float | None = None
+    size: int | None = None
+    line_buffered: bool = False  # the client host has coreutils' stdbuf: rows arrive as printed, not in 4 KiB blocks
+
+
+@dataclass
+class Outcome:
+    spec: Spec
+    client: CommandResult | None = None
+    server: CommandResult | None = None
+    parsed: PerftestBw | PerftestLat | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+def side_argv(spec: Spec, end: RailEnd) -> list[str]:
+    """Options shared by both sides (perftest requires the same ones on server and client)."""
+    argv = [spec.tool, "-d", end.device]
+    if end.gid_index is not None:
+        argv += ["-x", str(end.gid_index)]
+    argv += ["-p", str(spec.port), "-F", f"--tclass={spec.tclass}"]
+    if spec.tool.endswith("_bw"):
+        argv.append("--report_gbits")
+    if spec.sweep:
+        argv.append("-a")
+    if spec.duration_s is not None:
+        argv += ["-D", f"{spec.duration_s:g}"]
+    if spec.size is not None:
+        argv += ["-s", str(spec.size)]
+    return argv
+
+
+def server_argv(spec: Spec) -> list[str]:
+    limit = SERVER_GRACE_S + int(spec.duration_s or 0) + (10 if spec.sweep else 0)
+    return ["timeout", str(limit), *side_argv(spec, spec.server)]
+
+
+def client_argv(spec: Spec) -> list[str]:
+    # Without a terminal perftest's stdout is block-buffered: stdbuf -oL makes each result row arrive live.
+    prefix = ["stdbuf", "-oL"] if spec.line_buffered else []
+    return [*prefix, *side_argv(spec, spec.client), spec.server.ipv4 or "?"]
+
+
+def _parse(tool: str, text: str) -> PerftestBw | PerftestLat | None:
+    try:
+        return parse(tool, text)  # type: ignore[return-value]
+    except ParseError:
+        return None
+
+
+async def run_pair(
+    servers: Executor,
+    clients: Executor,
+    spec: Spec,
+    on_row: Callable[[int, float], None] | None = None,
+    leftovers: list[asyncio.Task] | None = None,
+) -> Outcome:
+    """Start the server, then the client (retrying while the server comes up); ``on_row`` gets each result row."""
+    out = Outcome(spec)
+    if spec.server.ipv4 is None:
+        out.errors.append(f"{spec.server.host} {spec.server.netdev} has no IPv4 address to connect to")
+        return out
+    seen: list[str] = []
+
+    def line(stream: str, text: str) -> None:
+        if stream != "stdout":
+            return
+        seen.append(text)
+        if on_row and text[:1] == " " and text.split()[:1] and text.split()[0].isdigit():
+            parsed = _parse(spec.tool, "\n".join(seen))
+            last = parsed.results[-1] if parsed and parsed.results else None
+            if isinstance(parsed, PerftestBw) and last is not None:
+                on_row(last.bytes, last.average.gbps)
+
+    server = asyncio.ensure_future(servers.run(server_argv(spec), timeout_s=SERVER_GRACE_S + 600))
+    try:
+        await asyncio.sleep(START_DELAY_S)
+        for _attempt in range(3):
+            seen.clear()
+            out.client = await clients.run(client_argv(spec), on_line=line, timeout_s=SERVER_GRACE_S + 600)
+            text = out.client.stdout + "\n" + out.client.stderr
+            if out.client.ok or "Couldn't connect" not in text or server.done():
+                break
+            await asyncio.sleep(START_DELAY_S)
+    except ExecutorError as exc:
+        out.errors.append(str(exc))
+    if out.client is not None and out.client.ok:
+        try:
+            out.server = await asyncio.wait_for(server, SERVER_GRACE_S)
+        except (TimeoutError, ExecutorError) as exc:
+            out.errors.append(f"{spec.server.host}: server did not finish: {exc}")
+    elif server.done() and not server.cancelled() and server.exception() is None:
+        out.server = server.result()
+    elif leftovers is not None:
+        leftovers.append(server)  # `timeout` ends it; the run closes the connection at the end
+    if out.client is not None:
+        out.parsed = _parse(spec.tool, out.client.stdout + "\n" + out.client.stderr)
+        if out.parsed is not None:
+            out.errors += out.parsed.errors
+        elif not out.client.ok:
+            out.errors.append(out.client.first_error_line())
+    if out.server is not None and not out.server.ok:
+        server_parsed = _parse(spec.tool, out.server.stdout + "\n" + out.server.stderr)
+        out.errors += [f"server: {e}" for e in (server_parsed.errors if server_parsed else [])]
+    return out

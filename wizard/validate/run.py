@@ -1,0 +1,234 @@
+"""The validation run: probe, lint, counters, per-rail sweeps, all pairs with all rails at once, latency, NCCL."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from wizard.answers import Answers
+from wizard.executors.base import Executor, ExecutorError
+from wizard.parsers.perftest import PerftestBw, PerftestLat
+from wizard.validate import counters as ctr
+from wizard.validate import perftest as pt
+from wizard.validate.diagnose import explain
+from wizard.validate.hostfacts import HostFacts, probe_all
+from wizard.validate.lint import lint
+from wizard.validate.model import (
+    LATENCY_ALARM_US,
+    PASS_RATIO,
+    Aggregate,
+    LatencyResult,
+    PairCell,
+    RailEnd,
+    RailResult,
+    Report,
+)
+from wizard.validate.schedule import ring, rounds
+from wizard.validate.verdict import conclude
+
+EventFn = Callable[[str, dict[str, Any]], None]
+
+
+@dataclass
+class Options:
+    sweep: bool = True  # per-rail ib_write_bw -a (one rail at a time)
+    together_s: float = 3.0  # all rails of a pair at once, timed (-D)
+    latency: bool = True
+    nccl: bool = True
+    tool: str = "ib_write_bw"
+    lat_tool: str = "ib_write_lat"
+
+
+async def _has_stdbuf(ex: Executor) -> bool:
+    try:
+        return (await ex.run(["stdbuf", "--version"])).ok
+    except ExecutorError:
+        return False
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def rail_end(h: HostFacts, index: int) -> RailEnd | None:
+    rails = h.rails()
+    if index >= len(rails):
+        return None
+    p = rails[index]
+    addr = next(iter(p.ipv4), None)
+    iface = ipaddress.ip_interface(addr) if addr else None
+    return RailEnd(
+        host=h.name,
+        netdev=p.netdev or "?",
+        device=p.rdma_device or "?",
+        gid_index=p.roce_v2_ipv4_gid,
+        ipv4=str(iface.ip) if iface else None,
+        network=str(iface.network) if iface else None,
+        speed_gbps=p.speed_mbps / 1000 if p.speed_mbps and p.speed_mbps > 0 else None,
+    )
+
+
+class Validation:
+    """One validation run over the answers' hosts; ``on_event`` sees progress as it happens (TUI, CLI)."""
+
+    def __init__(
+        self,
+        answers: Answers,
+        executors: dict[str, Executor],
+        *,
+        simulated: bool,
+        options: Options | None = None,
+        on_event: EventFn | None = None,
+    ) -> None:
+        self.answers = answers
+        self.executors = executors
+        self.options = options or Options()
+        self.emit: EventFn = on_event or (lambda kind, data: None)
+        self.hosts = [h.name for h in answers.hosts if h.name in executors]
+        self.report = Report(
+            simulated=simulated, cluster=answers.cluster.name, hosts=self.hosts, started=now(), tclass=answers.roce.tos
+        )
+        self.facts: dict[str, HostFacts] = {}
+        self._port = pt.BASE_PORT
+        self._leftovers: list[asyncio.Task] = []
+        self._stdbuf: dict[str, bool] = {}
+
+    def _next_port(self) -> int:
+        self._port += 1
+        return self._port
+
+    def _expected(self, a: RailEnd, b: RailEnd) -> float | None:
+        speeds = [s for s in (a.speed_gbps, b.speed_gbps) if s]
+        fallback = self.answers.discovery.expect_link_speed_gbps
+        return min(speeds) if speeds else (float(fallback) if fallback else None)
+
+    async def run(self) -> Report:
+        r, o = self.report, self.options
+        self.emit("phase", {"name": "probe", "text": f"reading facts on {', '.join(self.hosts)}"})
+        self.facts = await probe_all(self.answers, self.executors)
+        self._stdbuf = {h: await _has_stdbuf(self.executors[h]) for h in self.facts if not self.facts[h].error}
+        r.lint = lint(self.answers, self.facts)
+        self.emit("lint", {"items": r.lint})
+        ports = {n: [(p.netdev, p.rdma_device) for p in h.rails() if p.netdev and p.rdma_device]
+                 for n, h in self.facts.items()}  # fmt: skip
+        before = await ctr.read(self.executors, ports)
+        pairs = ring(self.hosts)
+        if o.sweep:
+            self.emit("phase", {"name": "rails", "text": "one rail at a time: ib_write_bw -a sweep"})
+            for a, b in pairs:
+                for i in range(self._rail_count(a, b)):
+                    r.rails.append(await self._rail(a, b, i, "alone"))
+        self.emit("phase", {"name": "together", "text": f"all rails at once, {o.together_s:g} s, all host pairs"})
+        for number, group in enumerate(rounds(self.hosts)):
+            results = await asyncio.gather(*(self._together(a, b, number) for a, b in group))
+            for cell in results:
+                r.matrix.append(cell)
+                self.emit("cell", {"cell": cell})
+        if o.latency:
+            self.emit("phase", {"name": "latency", "text": f"{o.lat_tool} per rail"})
+            for a, b in pairs:
+                for i in range(self._rail_count(a, b)):
+                    r.latency.append(await self._latency(a, b, i))
+        after = await ctr.read(self.executors, ports)
+        r.counters = ctr.deltas(before, after, self.answers.roce.priority)
+        self.emit("counters", {"items": r.counters})
+        if o.nccl:
+            from wizard.validate.nccl import judge, run_nccl
+
+            self.emit("phase", {"name": "nccl", "text": "NCCL all_reduce_perf"})
+            r.nccl = await run_nccl(self.answers, self.executors, self.facts)
+            judge(r.nccl, min((a.expected_gbps for a in r.aggregate), default=None))
+            self.emit("nccl", {"result": r.nccl})
+        for task in self._leftovers:
+            task.cancel()
+        await asyncio.gather(*self._leftovers, return_exceptions=True)
+        conclude(r, self.facts, self.answers)
+        r.finished = now()
+        self.emit("done", {"report": r})
+        return r
+
+    def _rail_count(self, a: str, b: str) -> int:
+        return min(len(self.facts[a].rails()), len(self.facts[b].rails()))
+
+    async def _rail(self, a: str, b: str, i: int, mode: str, duration: float | None = None) -> RailResult:
+        server, client = rail_end(self.facts[a], i), rail_end(self.facts[b], i)
+        assert server is not None and client is not None
+        spec = pt.Spec(self.options.tool, server, client, self._next_port(), self.answers.roce.tos)
+        spec.sweep, spec.duration_s = duration is None, duration
+        spec.line_buffered = self._stdbuf.get(b, False)
+        result = RailResult(rail=i, server=server, client=client, mode=mode)  # type: ignore[arg-type]
+        result.expected_gbps = self._expected(server, client)
+        result.command = " ".join(pt.client_argv(spec))
+        self.emit("rail_start", {"rail": i, "mode": mode, "pair": (a, b), "label": result.label})
+
+        def row(size: int, gbps: float) -> None:
+            self.emit("row", {"rail": i, "mode": mode, "pair": (a, b), "size": size, "gbps": gbps})
+
+        out = await pt.run_pair(self.executors[a], self.executors[b], spec, row, self._leftovers)
+        result.errors = out.errors
+        if out.client is not None:
+            result.output = "\n".join((out.client.stdout + "\n" + out.client.stderr).strip().splitlines()[-60:])
+        if isinstance(out.parsed, PerftestBw) and out.parsed.results:
+            result.sweep = [(row.bytes, row.average.gbps) for row in out.parsed.results]
+            result.gbps = out.parsed.results[-1].average.gbps
+            result.mtu = out.parsed.mtu
+        self._judge(result)
+        self.emit("rail", {"result": result})
+        return result
+
+    def _judge(self, result: RailResult) -> None:
+        if result.gbps is None:
+            result.status = "fail"
+        else:
+            ratio = result.ratio
+            result.status = "pass" if ratio is None or ratio >= PASS_RATIO else "fail"
+        found = explain(result, self.facts, [], self.answers.roce.priority, self.answers.network.mtu)
+        if found and result.status == "fail":
+            result.cause, result.fix = found
+
+    async def _together(self, a: str, b: str, number: int) -> PairCell:
+        n = self._rail_count(a, b)
+        runs = await asyncio.gather(*(self._rail(a, b, i, "together", self.options.together_s) for i in range(n)))
+        self.report.together.extend(runs)
+        rates = [x.gbps for x in runs]
+        expected = sum(x.expected_gbps or 0 for x in runs)
+        total = sum(g for g in rates if g is not None)
+        status = (
+            "pass" if expected and total >= PASS_RATIO * expected and all(x.status == "pass" for x in runs) else "fail"
+        )
+        self.report.aggregate.append(Aggregate(hosts=(a, b), gbps=total, expected_gbps=expected, status=status))
+        slow = [x for x in runs if x.status != "pass"]
+        hint = slow[0].cause or slow[0].label if slow else None
+        return PairCell(
+            a=a, b=b, round=number, gbps=total, expected_gbps=expected, rails=rates, status=status, hint=hint
+        )
+
+    async def _latency(self, a: str, b: str, i: int) -> LatencyResult:
+        server, client = rail_end(self.facts[a], i), rail_end(self.facts[b], i)
+        assert server is not None and client is not None
+        spec = pt.Spec(self.options.lat_tool, server, client, self._next_port(), self.answers.roce.tos)
+        out = await pt.run_pair(self.executors[a], self.executors[b], spec, None, self._leftovers)
+        res = LatencyResult(rail=i, server=server, client=client, errors=out.errors, threshold_us=LATENCY_ALARM_US)
+        row = out.parsed.last() if isinstance(out.parsed, PerftestLat) else None
+        if row is None:
+            res.status, res.cause = "fail", "; ".join(out.errors[:2]) or "no latency result"
+        else:
+            res.typical_us, res.p99_us, res.p99_9_us = row.t_typical_us, row.p99_us, row.p99_9_us
+            typical = row.t_typical_us or row.t_avg_us or 0.0
+            tail = row.p99_9_us or row.t_max_us or typical
+            if typical > LATENCY_ALARM_US:
+                res.status = "fail"
+                res.cause = f"typical {typical:.2f} us > {LATENCY_ALARM_US:g} us on back-to-back 25GbE"
+            elif tail > 4 * typical:
+                res.status = "warn"
+                res.cause = (
+                    f"99.9% tail {tail:.2f} us is {tail / typical:.1f}x typical: drops/retransmits or CPU jitter"
+                )
+            else:
+                res.status = "pass"
+        self.emit("latency", {"result": res})
+        return res

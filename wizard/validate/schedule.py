@@ -1,0 +1,31 @@
+"""All-pairs scheduling: rounds of disjoint host pairs (circle method), so no host runs two tests at once."""
+
+from __future__ import annotations
+
+
+def rounds(hosts: list[str]) -> list[list[tuple[str, str]]]:
+    """Every unordered pair exactly once, grouped in rounds where each host appears at most once.
+
+    N hosts need N-1 rounds (N even) or N rounds (N odd, one host rests per round).
+    """
+    names = list(hosts)
+    if len(names) < 2:
+        return []
+    if len(names) % 2:
+        names.append("")  # the resting slot
+    n = len(names)
+    out: list[list[tuple[str, str]]] = []
+    for _round in range(n - 1):
+        pairs = []
+        for i in range(n // 2):
+            a, b = names[i], names[n - 1 - i]
+            if a and b:
+                pairs.append((a, b) if hosts.index(a) < hosts.index(b) else (b, a))
+        out.append(sorted(pairs, key=lambda p: hosts.index(p[0])))
+        names = [names[0], names[-1], *names[1:-1]]  # rotate all but the first
+    return out
+
+
+def ring(hosts: list[str]) -> list[tuple[str, str]]:
+    """Neighbour pairs (h0,h1), (h1,h2), ...: every host's every rail gets a per-rail sweep and latency test."""
+    return [(hosts[i], hosts[i + 1]) for i in range(len(hosts) - 1)]
