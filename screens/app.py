@@ -1,40 +1,354 @@
-"""The Textual app. This version shows the stages and how to run them headless; the full wizard follows."""
+"""The terminal wizard: owns the engine link, runs host work in app-level workers, turns events into messages."""
 
 from __future__ import annotations
 
+import logging
+import shutil
+import time
 from pathlib import Path
 
-from textual.app import App, ComposeResult
+from pydantic import BaseModel
+from textual import work
+from textual.app import App
 from textual.binding import Binding
-from textual.widgets import Footer, Header, Static
+from textual.worker import Worker, WorkerState
 
-from wizard.cli import STAGE_IDS
+from screens.answers_editing import AnswersEditing
+from screens.dialogs import AskSecret, ConfirmPlan, FullLog, HelpPanel, Question
+from screens.engine_link import EngineLink
+from screens.help_text import help_markdown
+from screens.log_buffer import LogBuffers
+from screens.main import MainScreen
+from screens.messages import RunnerEvent
+from screens.palette import WizardCommands
+from screens.progress import Progress
+from screens.start import StartScreen
+from wizard import answer_sections
+from wizard.conn_test import ConnectionReport, check_hosts
+from wizard.errors import AnswersError, WizardError
+from wizard.events import Event
+from wizard.interactive import resume_point, saved_progress, skip_stage
+from wizard.paths import assets_dir
+from wizard.runner import RunOptions
+from wizard.session import Session, sudo_password
+from wizard.step import HostPlan
 
-_TEXT = """[b]roce-wizard[/b]: from bare GPU servers to a verified RoCE fabric.
+SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "ofed": answer_sections.OfedSection,
+    "network": answer_sections.NetworkSection,
+    "roce": answer_sections.RoceSection,
+    "gpudirect": answer_sections.GpuDirectSection,
+    "nccl": answer_sections.NcclSection,
+    "inference": answer_sections.InferenceSection,
+}
+SHORT_NAMES = {
+    "discovery": "Discovery",
+    "ofed": "Drivers (OFED)",
+    "network": "Network rails",
+    "roce": "RoCE + QoS",
+    "gpudirect": "GPUDirect",
+    "nccl": "NCCL",
+    "inference": "Inference",
+}
+FLUSH_INTERVAL_S = 0.1
+REDRAW_INTERVAL_S = 0.3
 
-The interactive screens are not in this version yet. Everything runs headless today:
 
-  roce-wizard --demo                          the whole flow against the [b]simulated[/b] cluster
-  roce-wizard --answers answers.yaml          your cluster (see assets/answers.example.yaml)
-  roce-wizard plan --answers answers.yaml     what would change, per host, without changing it
-  roce-wizard status                          saved progress per stage and host
+class WizardApp(AnswersEditing, App[int]):
+    """Walks an operator through the bring-up; the runner and steps are the ones headless mode uses."""
 
-Stages, in order: {stages}
-"""
-
-
-class PlaceholderApp(App[int]):
+    CSS_PATH = str(assets_dir() / "wizard.tcss")
     TITLE = "roce-wizard"
-    BINDINGS = [Binding("q", "quit", "Quit")]
+    COMMANDS = App.COMMANDS | {WizardCommands}
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("ctrl+s", "save_answers", "Save answers", show=False),
+    ]
 
-    def compose(self) -> ComposeResult:
-        yield Header()
-        yield Static(_TEXT.format(stages=", ".join(STAGE_IDS)), id="intro")
-        yield Footer()
+    def __init__(self, engine: EngineLink, *, log_keep: int = 2000) -> None:
+        super().__init__()
+        self.engine = engine
+        self.buffers = LogBuffers(log_keep)
+        self.progress = Progress([s.id for s in engine.steps], engine.host_names)
+        self.plans: dict[str, dict[str, HostPlan]] = {}
+        self.conn_reports: dict[str, ConnectionReport] = {}
+        self.busy: str | None = None
+        self.main: MainScreen | None = None
+        self._dirty = False
+        self._redrawn_at = 0.0
+        self._confirmed_all: set[str] = set()
+        self._tool_session: Session | None = None
+        self.events_seen = 0
+        engine.bus.subscribe(self.receive_event)
+        self._load_saved()
+
+    # -- pages and titles ---------------------------------------------------------------------------------
+    def titles(self) -> dict[str, str]:
+        return {s.id: SHORT_NAMES.get(s.id, s.title) for s in self.engine.steps}
+
+    def pages(self) -> list[tuple[str, str]]:
+        """(page id, short name) in flow order; the short names fit the sidebar at 80 columns."""
+        stages = [(s.id, SHORT_NAMES.get(s.id, s.title)) for s in self.engine.steps]
+        return [("hosts", "Hosts"), *stages, ("summary", "Summary")]
+
+    def section_model(self, stage: str) -> type[BaseModel] | None:
+        return SECTION_MODELS.get(stage)
+
+    def _load_saved(self) -> None:
+        store = self.engine.store
+        hosts = self.engine.host_names
+        saved = saved_progress(store, hosts, self.progress.stages)
+        checks = {(s, h): store.host(h).stages[s].checks for h in hosts for s in store.host(h).stages}
+        self.progress.set_hosts(hosts)
+        self.progress.load_saved(saved, checks)
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def on_mount(self) -> None:
+        self._show_busy()
+        self.set_interval(FLUSH_INTERVAL_S, self.flush)
+        self.push_screen(StartScreen(), self._started)
+
+    def _started(self, choice: str | None) -> None:
+        if choice == "new" and self.engine.store.exists():
+            self.start_over()
+            return
+        page = "hosts"
+        if choice == "resume":
+            saved = saved_progress(self.engine.store, self.engine.host_names, self.progress.stages)
+            page = resume_point(saved, self.progress.stages) or "summary"
+        # Pushed after the start screen has fully gone; pushing from inside its dismiss callback left the
+        # terminal showing the old screen until the next key.
+        self.call_later(self.open_main, page)
+
+    def open_main(self, page: str = "hosts") -> None:
+        """Show the main screen (a fresh one after the hosts or answers were replaced)."""
+        old, self.main = self.main, MainScreen(page)
+        if old is not None:
+            self.switch_screen(self.main)
+        else:
+            self.push_screen(self.main)
+
+    @work(group="engine", exit_on_error=False, description="start over")
+    async def start_over(self) -> None:
+        old = self.engine.state_dir
+        moved = old.with_name(f"{old.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
+        extra = " and the simulated hosts' disks (they start bare)" if self.engine.demo else ""
+        if await self.push_screen_wait(
+            Question("Start a new bring-up?", f"The saved progress{extra} moves to {moved}. No host is changed.")
+        ):
+            await self.engine.close()
+            shutil.move(str(old), str(moved))
+            self.progress = Progress(self.progress.stages, self.engine.host_names)
+            self.notify(f"old progress kept in {moved}")
+        self.open_main()
+
+    async def on_unmount(self) -> None:
+        if self._tool_session is not None:
+            await self._tool_session.close()
+        await self.engine.close()
+
+    # -- events from the runner ---------------------------------------------------------------------------
+    def receive_event(self, event: Event) -> None:
+        """The runner's sink: lines go to bounded buffers, everything else becomes a message."""
+        self.events_seen += 1
+        data = event.data
+        if event.kind == "output":
+            self.buffers.add(data["host"], "  " + data["line"])
+            return
+        if event.kind == "command":
+            self.buffers.add(data["host"], f"$ {data['command']}")
+            return
+        if event.kind == "command_done":
+            if data.get("error") or data.get("exit_status") not in (0, None):
+                self.buffers.add(data["host"], f"  = {data.get('error') or 'exit ' + str(data['exit_status'])}")
+            return
+        if event.kind == "change_started":
+            self.buffers.add(data["host"], f"▶ [{data['impact']}] {data['summary']}")
+        self.post_message(RunnerEvent(event))
+
+    def on_runner_event(self, message: RunnerEvent) -> None:
+        self.progress.apply(message.event)
+        self._dirty = True
+
+    def flush(self) -> None:
+        """Every tick: hand new log lines to the shown pane and redraw what changed, once."""
+        batch = self.buffers.drain()
+        if self.main is None or not self.main.is_mounted:
+            return
+        if batch:
+            self.main.ingest(batch)
+        now = time.monotonic()
+        # Tables are rebuilt at most a few times a second: with 64 hosts, check events arrive in bursts.
+        if self._dirty and now - self._redrawn_at >= REDRAW_INTERVAL_S:
+            self._dirty = False
+            self._redrawn_at = now
+            self.main.refresh_all()
+
+    # -- actions on hosts ---------------------------------------------------------------------------------
+    def start_action(self, action: str, stage: str | None) -> None:
+        if self.busy:
+            self.notify(f"busy: {self.busy} is still running", severity="warning")
+            return
+        if action == "skip" and stage:
+            self.push_screen(
+                Question(f"Skip {stage}?", "It is recorded as skipped; a later run re-checks it."),
+                lambda yes: self._skip(stage) if yes else None,
+            )
+            return
+        self.busy = f"{action} {stage}" if stage else "connection test"
+        self._dirty = True
+        self._show_busy()
+        self.host_work(action, stage)
+
+    def _skip(self, stage: str) -> None:
+        skip_stage(self.engine.store, stage, self.engine.host_names, "skipped by the operator")
+        self._load_saved()
+        self._dirty = True
+        if self.main is not None:
+            self.main.action_go(1)
+
+    @work(group="engine", exit_on_error=False, description="host work")
+    async def host_work(self, action: str, stage: str | None) -> None:
+        try:
+            if not await self._have_sudo_password():
+                self.notify("no sudo password: nothing was run", severity="warning")
+                return
+            session = await self.engine.open()
+            try:
+                if action == "apply" and stage:
+                    self.plans.pop(stage, None)
+                    self._confirmed_all.discard(stage)
+                    await session.runner.run(self._options(stage))
+                elif action == "verify" and stage:
+                    from wizard.interactive import verify_stage
+
+                    await verify_stage(session.runner, stage)
+                elif action == "plan" and stage:
+                    outcomes = await session.runner.plan_all([stage])
+                    self.plans[stage] = outcomes[0].plans
+                elif action == "test":
+                    self.conn_reports = await check_hosts(session.executors)  # type: ignore[arg-type]
+                    bad = [r.host for r in self.conn_reports.values() if not r.ok]
+                    self.notify(
+                        "every host answers, logs in and runs sudo" if not bad else f"not ready: {', '.join(bad)}",
+                        severity="information" if not bad else "error",
+                    )
+            finally:
+                await session.close()
+        except (WizardError, AnswersError) as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+        finally:
+            self.busy = None
+            self._dirty = True
+            self._redrawn_at = 0.0  # the outcome is drawn on the next tick, not throttled
+            self._show_busy()
+            if action in ("apply", "verify") and self.main is not None and self.main.page == stage:
+                self.main.show_tab("checks")
+
+    async def _have_sudo_password(self) -> bool:
+        """Real hosts with ssh.sudo: password need it once: from the environment, else from a dialog."""
+        answers = self.engine.answers
+        if self.engine.demo or answers.ssh.sudo != "password" or self.engine.password:
+            return True
+        try:
+            self.engine.password = sudo_password(answers, interactive=False)
+        except WizardError:
+            self.engine.password = await self.push_screen_wait(AskSecret())
+        return bool(self.engine.password)
+
+    def _show_busy(self) -> None:
+        """What runs now, in the header, visible from every page and dialog."""
+        cluster = self.engine.answers.cluster.name
+        base = f"SIMULATED CLUSTER · {cluster}" if self.engine.demo else cluster
+        self.sub_title = base + (f" · running: {self.busy}" if self.busy else "")
+
+    def _options(self, stage: str) -> RunOptions:
+        return RunOptions(
+            stages=[stage],
+            confirm=self._confirm,
+            demo=self.engine.demo,
+            answers_path=str(self.engine.answers_path),
+            reboot_timeout_s=60.0 if self.engine.demo else 900.0,
+        )
+
+    async def _confirm(self, stage: str, plan: HostPlan) -> bool:
+        """Called by the runner inside the worker: wait for the operator's answer in a dialog."""
+        if stage in self._confirmed_all:
+            return True
+        answer = await self.push_screen_wait(ConfirmPlan(stage, plan, simulated=self.engine.demo))
+        if answer == "all":
+            self._confirmed_all.add(stage)
+        return answer in ("yes", "all")
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.state == WorkerState.ERROR and event.worker.error is not None:
+            self.busy = None
+            self._dirty = True
+            self.notify(f"{event.worker.description} failed: {event.worker.error!r}", severity="error", timeout=15)
+
+    # -- views --------------------------------------------------------------------------------------------
+    def open_full_log(self, host: str | None) -> None:
+        host = host or (self.engine.host_names[0] if self.engine.host_names else None)
+        if host:
+            self.push_screen(FullLog(host, self.engine.store.logs_dir / f"{host}.log"))
+
+    @work(group="tools", exit_on_error=False, description="open a test screen")
+    async def open_tool(self, tool: str) -> None:
+        """Open the bandwidth test or the doctor (screens of their own) over fresh connections to the hosts."""
+        if self._tool_session is not None:
+            await self._tool_session.close()
+        self._tool_session = session = await self.engine.open()
+        args = (self.engine.answers, session.executors)
+        if tool == "bwtest":
+            from screens.bwtest import BandwidthScreen
+
+            self.push_screen(BandwidthScreen(*args, simulated=self.engine.demo, state_dir=self.engine.state_dir))
+        else:
+            from screens.doctor import DoctorScreen
+
+            self.push_screen(DoctorScreen(*args, simulated=self.engine.demo))
+
+    def open_bandwidth_test(self) -> None:
+        self.open_tool("bwtest")
+
+    def open_doctor(self) -> None:
+        self.open_tool("doctor")
+
+    def open_help(self, page: str) -> None:
+        self.push_screen(HelpPanel(help_markdown(page)))
+
+    async def action_quit(self) -> None:
+        if self.busy:
+            self.push_screen(
+                Question(
+                    f"Quit while '{self.busy}' runs?",
+                    "Host work stops now. Everything done so far is saved; run roce-wizard again with the same "
+                    "state directory to resume (the interrupted stage is planned again and retried).",
+                ),
+                lambda yes: self.exit(return_code=1) if yes else None,
+            )
+            return
+        self.exit(return_code=0 if self.all_verified() else 1)
+
+    def all_verified(self) -> bool:
+        """Every stage verified on every host: the same condition as headless mode's exit status 0."""
+        return bool(self.progress.hosts) and all(self.progress.stage_status(s) == "done" for s in self.progress.stages)
 
 
 def run_app(
     state_dir: Path | None = None, *, demo: bool = False, faults: list[str] | None = None, reset: bool = False
 ) -> int:
-    PlaceholderApp().run()
-    return 0
+    """Open the wizard (cli.py calls this when there is a terminal and no --answers)."""
+    engine = EngineLink(state_dir, demo=demo, faults=faults, reset=reset)
+    _log_asyncio_to(engine.store.logs_dir / "wizard-ui.log")
+    app = WizardApp(engine)
+    app.run()
+    return app.return_code or 0
+
+
+def _log_asyncio_to(path: Path) -> None:
+    """Send asyncio's complaints about commands cut short by quitting to a file, not over the terminal."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    logger = logging.getLogger("asyncio")
+    logger.addHandler(logging.FileHandler(path, encoding="utf-8"))
+    logger.propagate = False

@@ -1,0 +1,65 @@
+"""A live log pane with a host picker: shows one host's recent lines; the full log is on disk."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Label, Log, Select
+
+from screens.log_buffer import LogBuffers
+
+MAX_LINES = 2000
+
+
+class LogPanel(Vertical):
+    """One Log widget fed in batches; switching host reloads that host's bounded buffer."""
+
+    def __init__(self, buffers: LogBuffers, hosts: list[str], **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.buffers = buffers
+        self.hosts = list(hosts)
+        self.host: str | None = self.hosts[0] if self.hosts else None
+
+    def compose(self) -> ComposeResult:
+        with Horizontal(classes="log-bar"):
+            yield Select(
+                [(h, h) for h in self.hosts],
+                value=self.host or Select.NULL,
+                allow_blank=not self.hosts,
+                compact=True,
+                id="log-host",
+            )
+            yield Label("  [ ] other host · L full log", classes="hint")
+        yield Log(max_lines=MAX_LINES, id="log")
+
+    def set_hosts(self, hosts: list[str]) -> None:
+        self.hosts = list(hosts)
+        select = self.query_one(Select)
+        select.set_options([(h, h) for h in hosts])
+        self.show_host(hosts[0] if hosts else None)
+
+    def show_host(self, host: str | None) -> None:
+        self.host = host
+        select = self.query_one(Select)
+        if host is not None and select.value != host:
+            select.value = host
+        log = self.query_one(Log)
+        log.clear()
+        if host is not None:
+            log.write_lines(self.buffers.tail(host))
+
+    def step_host(self, delta: int) -> None:
+        if not self.hosts:
+            return
+        index = self.hosts.index(self.host) if self.host in self.hosts else 0
+        self.show_host(self.hosts[(index + delta) % len(self.hosts)])
+
+    def ingest(self, batch: dict[str, list[str]]) -> None:
+        """New lines per host; only the shown host's lines touch the screen."""
+        if self.host in batch:
+            self.query_one(Log).write_lines(batch[self.host])
+
+    def on_select_changed(self, event: Select.Changed) -> None:
+        event.stop()
+        if isinstance(event.value, str) and event.value != self.host:
+            self.show_host(event.value)
