@@ -12,7 +12,7 @@ from textual.widgets import Button, DataTable, Input, Label, Static
 if TYPE_CHECKING:
     from screens.app import WizardApp
 
-FIELDS = ("name", "address", "port", "user")
+FIELDS = ("name", "address", "port", "user", "identity_file")
 
 
 def _yes_no(value: bool | None) -> Text:
@@ -38,10 +38,12 @@ class HostsPage(Vertical):
         table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=True, id="hosts-table")
         yield table
         yield Static("", id="host-problem", classes="field-error hidden")
-        yield Label("Add or edit: name · address · port · user  (enter saves)", classes="hint form-hint")
+        yield Label("Add or edit: name · address · port · user · key  (enter saves)", classes="hint form-hint")
         with Horizontal(classes="host-form"):
-            for name in FIELDS:
+            for name in FIELDS[:4]:
                 yield Input(placeholder=name, compact=True, id=f"h-{name}", classes=f"h-{name}")
+        with Horizontal(classes="host-form"):
+            yield Input(placeholder="this host's key file (empty: the one below)", compact=True, id="h-identity_file")
         with Horizontal(classes="host-form"):
             yield Input(placeholder="SSH key file (all hosts; empty: agent / ~/.ssh)", compact=True, id="h-key")
         with Horizontal(classes="actions"):
@@ -82,7 +84,13 @@ class HostsPage(Vertical):
         hosts = self.wizard.engine.answers.hosts
         if 0 <= event.cursor_row < len(hosts):
             host = hosts[event.cursor_row]
-            values = {"name": host.name, "address": host.address, "port": host.port, "user": host.user}
+            values = {
+                "name": host.name,
+                "address": host.address,
+                "port": host.port,
+                "user": host.user,
+                "identity_file": host.identity_file,
+            }
             for name in FIELDS:
                 self.query_one(f"#h-{name}", Input).value = "" if values[name] is None else str(values[name])
 

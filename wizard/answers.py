@@ -76,6 +76,8 @@ class HostEntry(_Model):
     """SSH port; default ssh.port."""
     user: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.-]{0,31}$")
     """Login user; default ssh.user."""
+    identity_file: str | None = None
+    """Private key file for this host (path only; never the key). Default: ssh.identity_file."""
     host_id: int | None = Field(default=None, ge=1, le=65534)
     """Host part of this host's address in every rail subnet. Default: position in the list + 1."""
 

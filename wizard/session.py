@@ -60,7 +60,7 @@ def production_targets(answers: Answers, password: str | None) -> dict[str, SshT
             address=host.address,
             port=host.port or ssh.port,
             username=host.user or ssh.user,
-            identity_file=ssh.identity_file,
+            identity_file=host.identity_file or ssh.identity_file,
             known_hosts=ssh.known_hosts,
             accept_new_host_keys=ssh.accept_new_host_keys,
             connect_timeout_s=ssh.connect_timeout_s,

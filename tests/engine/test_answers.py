@@ -137,3 +137,15 @@ def test_structural_problems_are_one_line_each(text: str, message: str) -> None:
     found = problems(text)
     assert any(message in p for p in found), found
     assert all("\n" not in p for p in found)
+
+
+def test_a_host_can_have_its_own_key_file_and_others_use_the_common_one() -> None:
+    from wizard.session import production_targets
+
+    text = BASE.replace(
+        "    address: 10.0.0.12\n", "    address: 10.0.0.12\n    identity_file: ~/.ssh/server2_ed25519\n"
+    )
+    answers = parse_answers(text + "ssh:\n  identity_file: ~/.ssh/id_ed25519\n")
+    targets = production_targets(answers, None)
+    assert targets["server1"].identity_file == "~/.ssh/id_ed25519"
+    assert targets["server2"].identity_file == "~/.ssh/server2_ed25519"
