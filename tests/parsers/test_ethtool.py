@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.fixture_files import real_output, real_outputs
-from wizard.parsers.common import Parsed, ParseError
+from wizard.parsers.common import ParseError
 from wizard.parsers.ethtool import parse_ethtool, parse_ethtool_i, parse_ethtool_S
 
 _CX4LX_MODES = ["1000baseKX/Full", "10000baseKR/Full", "25000baseCR/Full", "25000baseKR/Full", "25000baseSR/Full"]
@@ -182,31 +181,3 @@ def test_ethtool_parsers_refuse_each_others_output() -> None:
 def test_ethtool_i_error_message_is_refused() -> None:
     with pytest.raises(ParseError):
         parse_ethtool_i("Cannot get driver information: No such device\n")
-
-
-# --------------------------------------------------------------------------------------------- robustness
-
-_PARSERS: dict[str, Callable[[str], Parsed]] = {
-    "ethtool": parse_ethtool,
-    "ethtool_i": parse_ethtool_i,
-    "ethtool_S": parse_ethtool_S,
-}
-_SAMPLES = [(tool, path) for tool in _PARSERS for path in real_outputs(tool)]
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_ethtool_results_ignore_crlf_and_trailing_blanks(tool: str, path: Path) -> None:
-    text = path.read_text()
-    expected = _PARSERS[tool](text)
-    assert _PARSERS[tool](text.replace("\n", "\r\n")) == expected
-    assert _PARSERS[tool](text.replace("\n", " \t \n")) == expected
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_ethtool_output_cut_anywhere_parses_or_is_refused(tool: str, path: Path) -> None:
-    text = path.read_text()
-    for cut in range(1, len(text), 5):
-        try:
-            _PARSERS[tool](text[:cut])
-        except ParseError:
-            pass

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.fixture_files import real_output, real_outputs
-from wizard.parsers.common import Parsed, ParseError
+from wizard.parsers.common import ParseError
 from wizard.parsers.netdev import parse_bonding, parse_ip_json, parse_ip_link
 
 # --------------------------------------------------------------------------------------------- bonding
@@ -338,27 +337,3 @@ def test_bonding_and_ip_link_refuse_each_other() -> None:
         parse_ip_link(real_output("bonding", "lacp-25g-kernel5.15-4.txt"))
     with pytest.raises(ParseError):
         parse_bonding("cat: /proc/net/bonding/bond0: No such file or directory\n")
-
-
-# --------------------------------------------------------------------------------------------- robustness
-
-_PARSERS: dict[str, Callable[[str], Parsed]] = {"bonding": parse_bonding, "ip_link": parse_ip_link}
-_SAMPLES = [(tool, path) for tool in _PARSERS for path in real_outputs(tool)]
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_netdev_results_ignore_crlf_and_trailing_blanks(tool: str, path: Path) -> None:
-    text = path.read_text()
-    expected = _PARSERS[tool](text)
-    assert _PARSERS[tool](text.replace("\n", "\r\n")) == expected
-    assert _PARSERS[tool](text.replace("\n", " \t \n")) == expected
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_netdev_output_cut_anywhere_parses_or_is_refused(tool: str, path: Path) -> None:
-    text = path.read_text()
-    for cut in range(1, len(text), 5):
-        try:
-            _PARSERS[tool](text[:cut])
-        except ParseError:
-            pass

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tests.fixture_files import real_output, real_outputs
-from wizard.parsers.common import Parsed, ParseError
+from wizard.parsers.common import ParseError
 from wizard.parsers.qos import parse_mlnx_qos
 
 _DEFAULT_DSCP2PRIO = {dscp: dscp // 8 for dscp in range(64)}
@@ -120,27 +119,3 @@ def test_mlnx_qos_refuses_other_tools_output(tool: str, name: str) -> None:
 def test_mlnx_qos_refuses_empty_input_and_usage_errors(text: str) -> None:
     with pytest.raises(ParseError):
         parse_mlnx_qos(text)
-
-
-# --------------------------------------------------------------------------------------------- robustness
-
-_PARSERS: dict[str, Callable[[str], Parsed]] = {"mlnx_qos": parse_mlnx_qos}
-_SAMPLES = [(tool, path) for tool in _PARSERS for path in real_outputs(tool)]
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_mlnx_qos_results_ignore_crlf_and_trailing_blanks(tool: str, path: Path) -> None:
-    text = path.read_text()
-    expected = _PARSERS[tool](text)
-    assert _PARSERS[tool](text.replace("\n", "\r\n")) == expected
-    assert _PARSERS[tool](text.replace("\n", " \t \n")) == expected
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_mlnx_qos_output_cut_anywhere_parses_or_is_refused(tool: str, path: Path) -> None:
-    text = path.read_text()
-    for cut in range(1, len(text), 5):
-        try:
-            _PARSERS[tool](text[:cut])
-        except ParseError:
-            pass

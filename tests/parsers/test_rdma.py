@@ -448,33 +448,3 @@ def test_rdma_parsers_cross_refuse_each_other() -> None:
         parse_ibstat(real_output("ibv_devinfo", "k8s-sriov-cx5-1.txt"))
     with pytest.raises(ParseError):
         parse_ibv_devices(real_output("ibv_devinfo", "azure-hbv3-cx6vf-5.txt"))
-
-
-# --------------------------------------------------------------------------------------------- robustness
-
-_PARSERS: dict[str, Callable[[str], Parsed]] = {
-    "rdma_link": parse_rdma_link,
-    "ibdev2netdev": parse_ibdev2netdev,
-    "ibv_devices": parse_ibv_devices,
-    "ibv_devinfo": parse_ibv_devinfo,
-    "ibstat": parse_ibstat,
-}
-_SAMPLES = [(tool, path) for tool in _PARSERS for path in real_outputs(tool)]
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_rdma_device_results_ignore_crlf_and_trailing_blanks(tool: str, path: Path) -> None:
-    text = path.read_text()
-    expected = _PARSERS[tool](text)
-    assert _PARSERS[tool](text.replace("\n", "\r\n")) == expected
-    assert _PARSERS[tool](text.replace("\n", " \t \n")) == expected
-
-
-@pytest.mark.parametrize(("tool", "path"), _SAMPLES, ids=lambda v: v if isinstance(v, str) else v.name)
-def test_rdma_device_output_cut_anywhere_parses_or_is_refused(tool: str, path: Path) -> None:
-    text = path.read_text()
-    for cut in range(1, len(text), 5):
-        try:
-            _PARSERS[tool](text[:cut])
-        except ParseError:
-            pass
