@@ -8,8 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from steps.discovery import GID_GLOBS
+from steps.discovery_facts import try_parse
 from wizard.executors.base import Executor
-from wizard.parsers import ParseError, parse
 
 NETPLAN_PATH = "/etc/netplan/60-roce-wizard.yaml"
 SYSCTL_PATH = "/etc/sysctl.d/60-roce-wizard.conf"
@@ -191,16 +191,6 @@ def _text(content: str | None) -> str | None:
     return None if content is None else content.rstrip("\n") + "\n"
 
 
-def _tool(tool: str, text: str, notes: list[str]) -> Any:
-    if not text.strip():
-        return None
-    try:
-        return parse(tool, text)
-    except ParseError as exc:
-        notes.append(f"{tool}: {exc}")
-        return None
-
-
 async def probe_network(ex: Executor) -> NetworkFacts:
     """Read everything the network plan and checks need; changes nothing."""
     facts = NetworkFacts()
@@ -217,10 +207,10 @@ async def probe_network(ex: Executor) -> NetworkFacts:
         result = await ex.run(command, sudo=sudo)
         return result.stdout if result.exit_status in (0, 1, 2) else ""
 
-    facts.interfaces = interfaces_from(_tool("ip_json", await out(["ip", "-j", "-d", "addr", "show"]), notes))
-    links = _tool("rdma_link", await out(["rdma", "link", "show"]), notes)
-    devinfo = _tool("ibv_devinfo", await out(["ibv_devinfo"]), notes) if links else None
-    gids = _tool("sysfs_gids", await grep(f"grep -sH . {GID_GLOBS}"), notes) if links else None
+    facts.interfaces = interfaces_from(try_parse("ip_json", await out(["ip", "-j", "-d", "addr", "show"]), notes))
+    links = try_parse("rdma_link", await out(["rdma", "link", "show"]), notes)
+    devinfo = try_parse("ibv_devinfo", await out(["ibv_devinfo"]), notes) if links else None
+    gids = try_parse("sysfs_gids", await grep(f"grep -sH . {GID_GLOBS}"), notes) if links else None
     facts.rdma = rdma_from(links, devinfo, gids)
     facts.netplan_file = _text(await ex.read_file(NETPLAN_PATH, sudo=True))
     if facts.netplan_file is not None:
