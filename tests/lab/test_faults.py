@@ -210,14 +210,15 @@ async def test_lockout_cuts_ssh_after_the_matching_command_until_an_armed_revert
 
     lab = await make_lab("server2:lockout=netplan apply")
     try:
-        armed = await ssh(lab, "server2", "sudo systemd-run --unit=revert-1 --on-active=300s /bin/true")
+        # 1500 simulated seconds are 1.5 s here: long enough that the cut is seen before the revert, even on a busy machine
+        armed = await ssh(lab, "server2", "sudo systemd-run --unit=revert-1 --on-active=1500s /bin/true")
         assert "Running timer as unit: revert-1.timer" in armed.stderr
         await ssh(lab, "server2", "sudo netplan apply")
         await asyncio.sleep(0.05)
         with pytest.raises(OSError):
             await connect(lab, "server2")
         host = lab.host("server2")
-        for _ in range(200):
+        for _ in range(1000):
             if not getattr(host, "locked_out", False):
                 break
             await asyncio.sleep(0.01)

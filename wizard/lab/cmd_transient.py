@@ -59,7 +59,7 @@ async def systemd_run(ctx: Ctx) -> int:
         _timers(host).pop(name, None)
         await host.run_as_root(line, out=_Journal(host, name), err=_Journal(host, name), stdin=TextInput(""))
         if getattr(host, "locked_out", False):
-            host.restore_management()
+            await host.restore_management()
 
     task = asyncio.get_running_loop().create_task(fire())
     host.background.add(task)

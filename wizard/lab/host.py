@@ -361,12 +361,17 @@ class SimHost(LinkState):
         for listener in list(self.power_listeners):
             asyncio.get_running_loop().call_soon(listener, "off")
 
-    def restore_management(self) -> None:
-        """An armed revert ran: the previous network configuration is back and SSH answers again."""
-        self.locked_out = False
+    async def restore_management(self) -> None:
+        """An armed revert ran: the previous network configuration is back and SSH answers again.
+
+        ``locked_out`` clears only once the SSH listener is back, so whoever watches it can connect at once.
+        """
         self.journal_log("systemd-networkd.service", "management address restored")
         for listener in list(self.power_listeners):
-            listener("on")
+            pending = listener("on")
+            if pending is not None:
+                await pending
+        self.locked_out = False
 
     def take_ssh_drop(self, command: str) -> bool:
         """Whether this command triggers the once-only ssh_drop fault."""
