@@ -24,13 +24,14 @@ from screens.palette import WizardCommands
 from screens.progress import Progress
 from screens.start import StartScreen
 from wizard import answer_sections
+from wizard.apply import guard_for
 from wizard.conn_test import ConnectionReport, check_hosts
 from wizard.errors import AnswersError, WizardError
 from wizard.events import Event
 from wizard.interactive import resume_point, saved_progress, skip_stage
 from wizard.paths import assets_dir
 from wizard.runner import RunOptions
-from wizard.session import Session, sudo_password
+from wizard.session import Session, lab_time_scale, sudo_password
 from wizard.step import HostPlan
 
 SECTION_MODELS: dict[str, type[BaseModel]] = {
@@ -269,6 +270,7 @@ class WizardApp(AnswersEditing, App[int]):
             demo=self.engine.demo,
             answers_path=str(self.engine.answers_path),
             reboot_timeout_s=60.0 if self.engine.demo else 900.0,
+            guard=guard_for(self.engine.answers, lab_time_scale() if self.engine.demo else 1.0),
         )
 
     async def _confirm(self, stage: str, plan: HostPlan) -> bool:

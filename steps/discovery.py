@@ -64,8 +64,10 @@ class Discovery(Step):
         interfaces = df.try_parse("ip_json", await out(["ip", "-j", "-d", "addr", "show"]), notes)
         links = df.try_parse("rdma_link", await out(["rdma", "link", "show"]), notes)
         facts.other_interfaces = df.link_netdevs(facts.ports, interfaces, links)
-        df.attach_gids(facts.ports, df.try_parse("sysfs_gids", await out(f"grep -sH . {GID_GLOBS}"), notes))
-        for port in facts.ports:
+        facts.soft_rdma = df.soft_rdma_ports(facts.ports, interfaces, links)
+        gids = df.try_parse("sysfs_gids", await out(f"grep -sH . {GID_GLOBS}"), notes)
+        df.attach_gids(facts.ports + facts.soft_rdma, gids)
+        for port in facts.ports + facts.soft_rdma:
             if port.netdev:
                 await self._probe_ethtool(port, out, notes)
         facts.ssh_interface = df.ssh_interface(facts.ssh_server_address, facts.ports, facts.other_interfaces)
@@ -172,15 +174,29 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
         )
     )
     ports = facts.ports
-    add(
-        CheckItem(
-            id="nics",
-            title="ConnectX ports",
-            status="pass" if ports else "fail",
-            evidence=", ".join(f"{p.netdev or '?'} ({p.model}, {p.pci})" for p in ports) or "none found by lspci",
-            fix=None if ports else "check the cards are seated and visible: lspci -nn -d 15b3:",
+    soft = facts.soft_rdma
+    if ports or not soft:
+        add(
+            CheckItem(
+                id="nics",
+                title="ConnectX ports",
+                status="pass" if ports else "fail",
+                evidence=", ".join(f"{p.netdev or '?'} ({p.model}, {p.pci})" for p in ports) or "none found by lspci",
+                fix=None if ports else "check the cards are seated and visible: lspci -nn -d 15b3:",
+            )
         )
-    )
+    else:
+        # A lab or development host: RDMA runs in software. Everything works, at CPU speed, without PFC or ECN.
+        add(
+            CheckItem(
+                id="nics",
+                title="ConnectX ports",
+                status="warn",
+                evidence="none; software RDMA only: "
+                + ", ".join(f"{p.rdma_device} on {p.netdev} ({p.model})" for p in soft),
+                fix="fine for a lab; production needs ConnectX ports (lspci -nn -d 15b3: shows none)",
+            )
+        )
     unmapped = [p for p in ports if not p.rdma_device and not _lag_member(p, ports)]
     add(
         CheckItem(
@@ -260,6 +276,13 @@ def describe_host(facts: df.DiscoveryFacts) -> list[str]:
             f"  {port.netdev or '?':<12} {rdma:<16} {port.model} fw {port.firmware or '?'} {port.pci} numa "
             f"{port.numa_node if port.numa_node is not None else '?'} {speed} mtu {port.mtu or '?'}"
             + (f" RoCEv2 GID {gid}" if gid is not None else "")
+        )
+    for port in facts.soft_rdma:
+        speed = f"{port.speed_mbps // 1000}G" if port.speed_mbps else "speed ?"
+        gid = port.roce_v2_ipv4_gid
+        lines.append(
+            f"  {port.netdev or '?':<12} {port.rdma_device}/{port.rdma_port:<11} {port.model} {speed} "
+            f"mtu {port.mtu or '?'} {port.rdma_state or '?'}" + (f" RoCEv2 GID {gid}" if gid is not None else "")
         )
     if facts.gpus:
         names = sorted({g.name for g in facts.gpus})

@@ -122,6 +122,8 @@ class DiscoveryFacts(_Model):
     sudo_ok: bool = True
     sudo_error: str | None = None
     ports: list[NicPort] = Field(default_factory=list)
+    soft_rdma: list[NicPort] = Field(default_factory=list)
+    """RDMA devices on interfaces that are no ConnectX function: Soft-RoCE (rxe) and other vendors' devices."""
     other_interfaces: dict[str, list[str]] = Field(default_factory=dict)
     ofed_stack: str | None = None
     ofed_version: str | None = None
@@ -199,6 +201,35 @@ def link_netdevs(ports: list[NicPort], interfaces: Any, rdma_links: Any) -> dict
         port.rdma_state = link.state
         port.physical_state = link.physical_state
     return others
+
+
+def soft_rdma_ports(ports: list[NicPort], interfaces: Any, rdma_links: Any) -> list[NicPort]:
+    """RDMA ports whose netdev is not a ConnectX function (Soft-RoCE over any NIC or bond, other vendors)."""
+    connectx = {p.netdev for p in ports if p.netdev}
+    by_name = {i.ifname: i for i in (interfaces.interfaces if interfaces else [])}
+    found: list[NicPort] = []
+    for link in rdma_links.links if rdma_links else []:
+        iface = by_name.get(link.netdev or "")
+        if iface is None or iface.ifname in connectx:
+            continue
+        soft = link.device.startswith(("rxe", "siw"))
+        found.append(
+            NicPort(
+                pci=iface.parent_dev or "",
+                model="Soft-RoCE (rxe)" if link.device.startswith("rxe") else "RDMA device",
+                netdev=iface.ifname,
+                rdma_device=link.device,
+                rdma_port=link.port,
+                rdma_state=link.state,
+                physical_state=link.physical_state,
+                link_layer="Ethernet" if soft or iface.link_type == "ether" else None,
+                mtu=iface.mtu,
+                mac=iface.mac,
+                ipv4=list(iface.ipv4),
+                master=iface.master,
+            )
+        )
+    return sorted(found, key=lambda p: (p.pci or "~", p.netdev or ""))
 
 
 def attach_gids(ports: list[NicPort], gid_table: Any) -> None:

@@ -141,7 +141,7 @@ def design(answers: Answers, host: str, disc: DiscoveryFacts, net: NetworkFacts)
         if endpoint is not None:
             used.add(endpoint.netdev)
             result.endpoints.append(endpoint)
-    _guard_management(result, section.allow_management_changes, host)
+    _guard_management(result, section.management_changes_allowed(host), host)
     if result.fabric == "switched":
         for position, endpoint in enumerate(result.endpoints):
             endpoint.table = section.route_table_base + position
@@ -300,13 +300,13 @@ def _guard_management(result: Design, allowed: bool, host: str) -> None:
     if allowed:
         result.notes.append(
             f"{ssh} carries SSH and is reconfigured ({touched[0].label}) because network.allow_management_changes "
-            "is true: keep console access until the run is verified"
+            "allows it on this host: the host rolls the change back by itself if SSH does not come back"
         )
         return
     result.blockers.append(
         f"{host}: {touched[0].label} would reconfigure {ssh}, the interface carrying this SSH session; choose "
-        "another port (rails[i].netdev / bond members) or set network.allow_management_changes: true with console "
-        "access"
+        "another port (rails[i].netdev / bond members) or list this host in network.allow_management_changes "
+        "(keep console access)"
     )
 
 

@@ -80,7 +80,7 @@ class Roce(Step):
         all_links = links.links if links else []
         lag = {link.netdev: link.device for link in all_links if link.netdev in bonds}
         layers = {dev: layer for dev, (layer, _) in devinfo.items() if layer}
-        allow = ctx.answers.network.allow_management_changes
+        allow = ctx.answers.network.management_changes_allowed(ctx.host.name)
         targets, facts.skipped = roce_targets(ports, lag, layers, disc.ssh_interface, allow)
         port_netdevs = {p.netdev for p in ports if p.netdev}
         for link in all_links:

@@ -125,7 +125,7 @@ def roce_targets(
             skipped.append(
                 SkippedPort(
                     name=name,
-                    reason="carries the SSH session (network.allow_management_changes is false)",
+                    reason="carries the SSH session (this host is not in network.allow_management_changes)",
                 )
             )
             continue

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from wizard.validators import InterfaceName, ModelId, Subnet, TcpPort
+from wizard.validators import Hostname, InterfaceName, ModelId, Subnet, TcpPort
 
 
 class Section(BaseModel):
@@ -127,8 +127,10 @@ class NetworkSection(Section):
     """One entry per rail, in port order."""
     bonds: list[BondSection] = Field(default_factory=list)
     """Bonds for topology roce_lag (one per card) or bond."""
-    allow_management_changes: bool = False
-    """Allow changing the interface that carries the SSH session. Keep false unless you have console access."""
+    allow_management_changes: bool | list[Hostname] = False
+    """Allow changing the interface that carries the SSH session: false (never), a list of host names (only on
+    those hosts), or true (every host). Keep it off unless you have console access; a change that cuts SSH is
+    rolled back by the host itself (see safe_apply)."""
     fabric: Literal["auto", "back_to_back", "switched"] = "auto"
     """back_to_back: each rail is a cable between two hosts (no routing needed); switched: rails go through leaf
     switches (per-rail routing tables and source rules). auto: switched when there are more than two hosts or a
@@ -139,6 +141,10 @@ class NetworkSection(Section):
     """On hosts with several rails, set arp_ignore=1, arp_announce=2 and rp_filter=2 (loose) on each rail
     interface in /etc/sysctl.d/60-roce-wizard.conf, so ARP and replies stay on the port that owns the address."""
 
+    def management_changes_allowed(self, host: str) -> bool:
+        allowed = self.allow_management_changes
+        return allowed if isinstance(allowed, bool) else host in allowed
+
     @model_validator(mode="after")
     def _tables_clear_of_reserved(self) -> NetworkSection:
         last = self.route_table_base + max(len(self.rails) + len(self.bonds), 1) - 1
@@ -146,6 +152,26 @@ class NetworkSection(Section):
             raise ValueError(
                 f"route_table_base {self.route_table_base} gives tables up to {last}, which collides with the "
                 "kernel's default/main/local tables (253-255); use 100 or 1000"
+            )
+        return self
+
+
+class SafeApplySection(Section):
+    """How a disruptive network or driver change is guarded ("commit confirmed")."""
+
+    revert_after_s: float = Field(default=120.0, ge=30, le=3600)
+    """Before a disruptive change the host arms a timer that restores the old files and network configuration
+    after this many seconds, unless the wizard reached it over a new SSH connection and disarmed it first."""
+    confirm_within_s: float = Field(default=45.0, ge=5, le=3000)
+    """How long the wizard keeps trying a new SSH connection after the change (an 802.3ad bond can take tens of
+    seconds to negotiate). Must be shorter than revert_after_s."""
+
+    @model_validator(mode="after")
+    def _confirm_before_revert(self) -> SafeApplySection:
+        if self.confirm_within_s + 10 > self.revert_after_s:
+            raise ValueError(
+                f"confirm_within_s ({self.confirm_within_s:g}) must end at least 10 s before revert_after_s "
+                f"({self.revert_after_s:g}): the wizard must be able to disarm the revert in time"
             )
         return self
 

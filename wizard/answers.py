@@ -19,6 +19,7 @@ from wizard.answer_sections import (
     NetworkSection,
     OfedSection,
     RoceSection,
+    SafeApplySection,
 )
 from wizard.errors import AnswersError
 from wizard.validators import HostAddress, Hostname, TcpPort
@@ -92,6 +93,7 @@ class Answers(_Model):
     discovery: DiscoverySection = Field(default_factory=DiscoverySection)
     ofed: OfedSection = Field(default_factory=OfedSection)
     network: NetworkSection = Field(default_factory=NetworkSection)
+    safe_apply: SafeApplySection = Field(default_factory=SafeApplySection)
     roce: RoceSection = Field(default_factory=RoceSection)
     gpudirect: GpuDirectSection = Field(default_factory=GpuDirectSection)
     nccl: NcclSection = Field(default_factory=NcclSection)
@@ -124,6 +126,11 @@ class Answers(_Model):
         _no_overlaps(subnets)
         _hosts_fit(subnets, max(ids))
         _management_outside_rails(self.hosts, subnets)
+        allowed = self.network.allow_management_changes
+        names = {h.name for h in self.hosts}
+        for index, name in enumerate(allowed if isinstance(allowed, list) else []):
+            if name not in names:
+                raise KeyProblem(("network", "allow_management_changes", index), f"{name!r} is not one of the hosts")
         return self
 
     def digest(self) -> str:

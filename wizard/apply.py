@@ -14,6 +14,7 @@ import shlex
 import time
 from dataclasses import dataclass
 
+from wizard.answers import Answers
 from wizard.executors.base import CommandTimeout, ConnectionLost, Executor, ExecutorError
 from wizard.step import Change, Impact, RemoteCommand
 
@@ -33,6 +34,12 @@ class Guard:
     confirm_timeout_s: float = 45.0
     clock_scale: float = 1.0
     """The simulated lab runs its clocks faster; the wizard's own waits follow it (1.0 on real hosts)."""
+
+
+def guard_for(answers: Answers, clock_scale: float = 1.0) -> Guard:
+    """The answers' safe_apply settings as a Guard (clock_scale < 1 only for the simulated lab)."""
+    section = answers.safe_apply
+    return Guard(section.revert_after_s, section.confirm_within_s, clock_scale)
 
 
 @dataclass(slots=True)

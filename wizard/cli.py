@@ -126,11 +126,10 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
         answers_path=str(args.answers) if args.answers else None,
         reboot_timeout_s=60.0 if args.demo else 900.0,
     )
-    if args.demo:
-        from wizard.apply import Guard
-        from wizard.session import lab_time_scale
+    from wizard.apply import guard_for
+    from wizard.session import lab_time_scale
 
-        options.guard = Guard(clock_scale=lab_time_scale())
+    options.guard = guard_for(answers, lab_time_scale() if args.demo else 1.0)  # type: ignore[arg-type]
     if args.demo:
         from wizard.session import check_faults, demo_state_dir
 

@@ -142,7 +142,19 @@ def test_a_rail_on_the_ssh_interface_is_refused_unless_management_changes_are_al
     allowed = answers(RAILS + "  allow_management_changes: true\n")
     plan = plan_of(allowed, facts)
     assert not plan.blockers and plan.changes
-    assert any("allow_management_changes is true" in n for n in plan.notes)
+    assert any("allow_management_changes allows it on this host" in n for n in plan.notes)
+
+
+def test_management_changes_can_be_allowed_for_chosen_hosts_only() -> None:
+    ans, facts = two_hosts(ssh_interface="ens1f0np0")
+    only_server2 = answers(RAILS + "  allow_management_changes: [server2]\n")
+    assert plan_of(only_server2, facts, "server1").blockers
+    assert not plan_of(only_server2, facts, "server2").blockers
+
+
+def test_allowing_management_changes_on_an_unknown_host_is_refused_naming_the_key() -> None:
+    with pytest.raises(AnswersError, match=r"network.allow_management_changes.0.*'server9' is not one of the hosts"):
+        answers(RAILS + "  allow_management_changes: [server9]\n")
 
 
 def test_a_second_run_on_a_configured_host_plans_nothing() -> None:

@@ -25,8 +25,13 @@ def test_both_sides_get_the_same_options_with_their_own_device_and_discovered_gi
     assert server[:2] == ["timeout", "40"], "a server whose client never comes must not wait forever"
     assert server[2:] == ["ib_write_bw", "-d", "mlx5_0", "-x", "3", "-p", "18516", "-F", "--tclass=106",
                           "--report_gbits", "-D", "10"]  # fmt: skip
-    assert client == ["ib_write_bw", "-d", "mlx5_0", "-x", "5", "-p", "18516", "-F", "--tclass=106",
+    assert client == ["timeout", "40", "ib_write_bw", "-d", "mlx5_0", "-x", "5", "-p", "18516", "-F", "--tclass=106",
                       "--report_gbits", "-D", "10", "192.168.11.1"]  # fmt: skip
+
+
+def test_a_client_whose_rdma_path_stalls_is_stopped_too():
+    # Seen on Soft-RoCE in the qemu lab: the ib_write_lat client waited forever after its server had given up.
+    assert client_argv(Spec("ib_write_lat", S, C, 18515, 106))[:2] == ["timeout", "30"]
 
 
 def test_a_sweep_uses_dash_a_and_latency_tests_do_not_ask_for_gbits():
@@ -116,5 +121,5 @@ def test_a_run_in_which_no_rail_could_be_tested_never_passes():
 
 def test_a_client_host_with_stdbuf_gets_line_buffered_output_so_rows_arrive_live():
     spec = Spec("ib_write_bw", S, C, 18515, 106, sweep=True, line_buffered=True)
-    assert client_argv(spec)[:3] == ["stdbuf", "-oL", "ib_write_bw"]
+    assert client_argv(spec)[2:5] == ["stdbuf", "-oL", "ib_write_bw"]
     assert server_argv(spec)[2] == "ib_write_bw", "the server prints once at the end: no need"

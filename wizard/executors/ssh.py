@@ -35,6 +35,9 @@ _SUDO_PASSWORD_HINT = (
 )
 
 
+SBIN_ON_PATH = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH; '
+
+
 @dataclass(slots=True)
 class SshTarget:
     """How to reach one host. ``name`` is the wizard's host name; ``address`` is what SSH connects to."""
@@ -210,7 +213,9 @@ class SshExecutor:
         """Run one command; a non-zero exit is a result, a lost connection or a timeout is raised."""
         command = render_command(argv)
         stdin = input
-        remote = command
+        # Debian gives non-root users no sbin directories in PATH, yet read-only tools live there (sysctl,
+        # ethtool, ip on older releases). sudo has its own secure_path.
+        remote = SBIN_ON_PATH + command
         if sudo:
             remote, stdin = await self._with_sudo(argv, input)
         shown = f"sudo {command}" if sudo else command

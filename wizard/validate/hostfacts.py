@@ -24,8 +24,12 @@ class HostFacts:
     raw: dict[str, Any] = field(default_factory=dict)
 
     def rails(self) -> list[NicPort]:
-        """RDMA Ethernet ports in PCI order: rail i of every host is its i-th port."""
-        return [p for p in self.discovery.rdma_ports() if (p.link_layer or "Ethernet") == "Ethernet"]
+        """RDMA Ethernet ports in PCI order: rail i of every host is its i-th port.
+
+        A host without ConnectX RDMA ports (a lab) tests its software RDMA devices (Soft-RoCE) instead.
+        """
+        ports = self.discovery.rdma_ports() or self.discovery.soft_rdma
+        return [p for p in ports if (p.link_layer or "Ethernet") == "Ethernet"]
 
 
 async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:

@@ -13,6 +13,7 @@ from wizard.validate.model import RailEnd
 
 BASE_PORT = 18515  # perftest's default; every concurrent pair gets its own port above it
 SERVER_GRACE_S = 30  # `timeout` ends a server whose client never came (real perftest waits forever)
+TIMED_OUT = 124  # exit status of coreutils' timeout when it had to stop the command
 START_DELAY_S = 0.5  # the server must listen before the client connects
 
 
@@ -57,15 +58,19 @@ def side_argv(spec: Spec, end: RailEnd) -> list[str]:
     return argv
 
 
+def time_limit(spec: Spec) -> int:
+    """Seconds either side may run: a stalled RDMA path makes perftest wait forever, on both sides."""
+    return SERVER_GRACE_S + int(spec.duration_s or 0) + (10 if spec.sweep else 0)
+
+
 def server_argv(spec: Spec) -> list[str]:
-    limit = SERVER_GRACE_S + int(spec.duration_s or 0) + (10 if spec.sweep else 0)
-    return ["timeout", str(limit), *side_argv(spec, spec.server)]
+    return ["timeout", str(time_limit(spec)), *side_argv(spec, spec.server)]
 
 
 def client_argv(spec: Spec) -> list[str]:
     # Without a terminal perftest's stdout is block-buffered: stdbuf -oL makes each result row arrive live.
     prefix = ["stdbuf", "-oL"] if spec.line_buffered else []
-    return [*prefix, *side_argv(spec, spec.client), spec.server.ipv4 or "?"]
+    return ["timeout", str(time_limit(spec)), *prefix, *side_argv(spec, spec.client), spec.server.ipv4 or "?"]
 
 
 def _parse(tool: str, text: str) -> PerftestBw | PerftestLat | None:
@@ -120,6 +125,11 @@ async def run_pair(
         out.server = server.result()
     elif leftovers is not None:
         leftovers.append(server)  # `timeout` ends it; the run closes the connection at the end
+    if out.client is not None and out.client.exit_status == TIMED_OUT:
+        out.errors.append(
+            f"{spec.client.host}: {spec.tool} to {spec.server.host} over {spec.client.netdev} did not finish within "
+            f"{time_limit(spec)}s (the RDMA path stalls: check both ports' counters and the peer)"
+        )
     if out.client is not None:
         out.parsed = _parse(spec.tool, out.client.stdout + "\n" + out.client.stderr)
         if out.parsed is not None:
