@@ -76,12 +76,14 @@ def ensure_image() -> Path:
         shutil.rmtree(building, ignore_errors=True)
         building.mkdir(parents=True)
         key = building / "id_ed25519"
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "roce-wizard-vmlab", "-f", str(key)],
-                       check=True)
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "roce-wizard-vmlab", "-f", str(key)], check=True
+        )
         log = building / "build.log"
         with open(log, "w") as out:
-            result = subprocess.run([str(HERE / "build-image.sh"), str(building), f"{key}.pub"], stdout=out,
-                                    stderr=subprocess.STDOUT)
+            result = subprocess.run(
+                [str(HERE / "build-image.sh"), str(building), f"{key}.pub"], stdout=out, stderr=subprocess.STDOUT
+            )
         if result.returncode != 0:
             tail = log.read_text(errors="replace").splitlines()[-15:]
             raise RuntimeError("building the vmlab image failed:\n" + "\n".join(tail))
@@ -167,37 +169,73 @@ class VmPair:
         for vm in self.vms:
             if loadvm is None:
                 subprocess.run(
-                    ["qemu-img", "create", "-q", "-f", "qcow2", "-b", str(self.image / "base.img"), "-F", "raw",
-                     str(vm.disk)],
+                    [
+                        "qemu-img",
+                        "create",
+                        "-q",
+                        "-f",
+                        "qcow2",
+                        "-b",
+                        str(self.image / "base.img"),
+                        "-F",
+                        "raw",
+                        str(vm.disk),
+                    ],
                     check=True,
                 )
             self._launch(vm, loadvm)
 
     def _launch(self, vm: Vm, loadvm: str | None) -> None:
         net = [
-            "-netdev", f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{vm.ssh_port}-:22",
-            "-device", f"virtio-net-pci,netdev=mgmt,mac=52:54:00:00:0{vm.index}:00",
+            "-netdev",
+            f"user,id=mgmt,restrict=on,hostfwd=tcp:127.0.0.1:{vm.ssh_port}-:22",
+            "-device",
+            f"virtio-net-pci,netdev=mgmt,mac=52:54:00:00:0{vm.index}:00",
         ]
         for j, port in enumerate(self.cable_ports, 1):
             side = f"listen=127.0.0.1:{port}" if vm.index == 1 else f"connect=127.0.0.1:{port}"
             net += [
-                "-netdev", f"socket,id=d{j},{side}",
+                "-netdev",
+                f"socket,id=d{j},{side}",
                 # speed/duplex make ethtool and /proc/net/bonding report a speed; host_mtu allows jumbo frames
-                "-device", f"virtio-net-pci,netdev=d{j},mac=52:54:00:00:0{vm.index}:0{j},speed=100000,"
-                f"duplex=full,host_mtu=9000",
+                "-device",
+                f"virtio-net-pci,netdev=d{j},mac=52:54:00:00:0{vm.index}:0{j},speed=100000,duplex=full,host_mtu=9000",
             ]
         pidfile = self.workdir / f"{vm.name}.pid"
         argv = [
-            QEMU, "-name", vm.name, "-machine", "q35", "-accel", "tcg,tb-size=256", "-cpu", "max", "-smp", "1",
-            "-m", str(MEMORY_MB), "-nodefaults", "-no-user-config",
-            "-kernel", str(self.image / "vmlinuz"), "-initrd", str(self.image / "initrd.img"),
-            "-append", f"root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname={vm.name} quiet "
-            "mitigations=off",
-            "-drive", f"file={vm.disk},if=virtio,format=qcow2,cache=unsafe",
+            QEMU,
+            "-name",
+            vm.name,
+            "-machine",
+            "q35",
+            "-accel",
+            "tcg,tb-size=256",
+            "-cpu",
+            "max",
+            "-smp",
+            "1",
+            "-m",
+            str(MEMORY_MB),
+            "-nodefaults",
+            "-no-user-config",
+            "-kernel",
+            str(self.image / "vmlinuz"),
+            "-initrd",
+            str(self.image / "initrd.img"),
+            "-append",
+            f"root=/dev/vda rw console=ttyS0 net.ifnames=0 systemd.hostname={vm.name} quiet mitigations=off",
+            "-drive",
+            f"file={vm.disk},if=virtio,format=qcow2,cache=unsafe",
             *net,
-            "-display", "none", "-serial", f"file:{vm.serial}",
-            "-monitor", f"unix:{vm.monitor},server,nowait",
-            "-daemonize", "-pidfile", str(pidfile),
+            "-display",
+            "none",
+            "-serial",
+            f"file:{vm.serial}",
+            "-monitor",
+            f"unix:{vm.monitor},server,nowait",
+            "-daemonize",
+            "-pidfile",
+            str(pidfile),
         ]
         if loadvm:
             argv += ["-loadvm", loadvm]

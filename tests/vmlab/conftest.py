@@ -1,0 +1,183 @@
+"""Fixtures of the real-kernel lab: a cached image, a booted snapshot, and a fresh pair of VMs for each test.
+
+Every test here carries the ``vmlab`` marker (`pytest -m vmlab` runs only them) and skips, with the reason, on a
+machine without qemu (or without root and mmdebstrap when the image is not cached yet).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+import pytest
+import yaml
+
+from tests.vmlab.vms import SNAPSHOT, Vm, VmPair, ensure_image, missing_requirements
+
+BOOT_TIMEOUT_S = 300  # a cold TCG boot takes 30-50 s on two busy cores; leave room for a slow CI machine
+
+
+@dataclass
+class LabVms:
+    """Two running VMs and what the wizard needs to reach them: key, known_hosts, ports."""
+
+    pair: VmPair
+    workdir: Path
+
+    @property
+    def vms(self) -> list[Vm]:
+        return self.pair.vms
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.pair.workdir / "known_hosts"
+
+    def answers(self, network: dict[str, Any], *, hosts: list[str] | None = None, **sections: Any) -> Path:
+        """An answers file for these VMs (login ubuntu with passwordless sudo, strict host key checking)."""
+        chosen = [vm for vm in self.vms if hosts is None or vm.name in hosts]
+        data: dict[str, Any] = {
+            "version": 1,
+            "cluster": {"name": "vmlab"},
+            "ssh": {
+                "user": "ubuntu",
+                "identity_file": str(self.pair.key_file),
+                "known_hosts": str(self.known_hosts),
+                "connect_timeout_s": 20,
+                "keepalive_interval_s": 2,
+                "command_timeout_s": 300,
+            },
+            "hosts": [{"name": vm.name, "address": "127.0.0.1", "port": vm.ssh_port} for vm in chosen],
+            "ofed": {"stack": "inbox"},
+            "network": network,
+            "inference": {"enabled": False},
+            **sections,
+        }
+        path = self.workdir / "answers.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    def run_cli(self, *args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+        """Run the real CLI, as an operator would, with this lab's state directory."""
+        state = self.workdir / "state"
+        return subprocess.run(
+            [sys.executable, "-m", "wizard", *args, "--state-dir", str(state)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+
+    def wizard(self, *args: str, timeout_s: float = 600) -> tuple[int, list[dict[str, Any]], str]:
+        """Run a headless wizard run with --json; returns exit code, events and stderr."""
+        proc = self.run_cli(*args, timeout_s=timeout_s)
+        events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+        return proc.returncode, events, proc.stderr
+
+    def ssh(self, vm: Vm, command: str, *, timeout_s: float = 120) -> asyncssh.SSHCompletedProcess:
+        """One command on a VM over a new connection (as root: the test inspects, the wizard uses ubuntu)."""
+        return asyncio.run(_run(self.pair, vm, command, timeout_s))
+
+
+async def _run(pair: VmPair, vm: Vm, command: str, timeout_s: float) -> asyncssh.SSHCompletedProcess:
+    async with asyncssh.connect(
+        "127.0.0.1",
+        vm.ssh_port,
+        username="root",
+        client_keys=[str(pair.key_file)],
+        known_hosts=str(pair.workdir / "known_hosts"),
+        connect_timeout=20,
+    ) as conn:
+        return await conn.run(command, timeout=timeout_s)
+
+
+async def _wait_ssh(pair: VmPair, deadline: float) -> None:
+    for vm in pair.vms:
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                result = await _run(pair, vm, "true", 30)
+                if result.exit_status == 0:
+                    break
+            except (OSError, asyncssh.Error, TimeoutError) as exc:
+                last = exc
+            await asyncio.sleep(1)
+        else:
+            raise TimeoutError(f"{vm.name} did not answer on SSH ({last}); serial log: {vm.serial}")
+
+
+def _write_known_hosts(pair: VmPair) -> None:
+    key = " ".join((pair.image / "host_ed25519.pub").read_text().split()[:2])
+    lines = [f"[127.0.0.1]:{vm.ssh_port} {key}" for vm in pair.vms]
+    (pair.workdir / "known_hosts").write_text("\n".join(lines) + "\n")
+
+
+@pytest.fixture(scope="session")
+def vm_image() -> Path:
+    reason = missing_requirements()
+    if reason:
+        pytest.skip(reason)
+    return ensure_image()
+
+
+@pytest.fixture(scope="session")
+def booted_snapshot(vm_image: Path) -> Path:
+    """Disks holding a `savevm` of both VMs right after their first boot (made once per image)."""
+    target = vm_image / "snapshot"
+    if (target / "vm2.qcow2").exists():
+        return target
+    building = vm_image / "snapshot.building"
+    shutil.rmtree(building, ignore_errors=True)
+    pair = VmPair(vm_image, building)
+    pair.start()
+    try:
+        _write_known_hosts(pair)
+        pair.wait_for_ssh_ports()
+        asyncio.run(_wait_ssh(pair, time.monotonic() + BOOT_TIMEOUT_S))
+        for vm in pair.vms:
+            vm.hmp(f"savevm {SNAPSHOT}", wait_s=120)
+    finally:
+        pair.stop()
+    for leftover in building.iterdir():
+        if leftover.suffix != ".qcow2":
+            leftover.unlink()
+    building.rename(target)
+    return target
+
+
+@pytest.fixture
+def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path) -> Iterator[LabVms]:
+    """Both VMs resumed from the booted snapshot, with Soft-RoCE on their third cable (rxe_eth3).
+
+    rxe_eth3 plays the part a ConnectX port's mlx5 device plays on a real server: RDMA hardware that is there
+    before the wizard runs. (The wizard never creates RDMA devices; it discovers them.)
+    """
+    workdir = tmp_path / "vms"
+    workdir.mkdir()
+    for disk in booted_snapshot.glob("*.qcow2"):
+        shutil.copyfile(disk, workdir / disk.name)
+    pair = VmPair(vm_image, workdir)
+    pair.start(loadvm=SNAPSHOT)
+    lab = LabVms(pair, tmp_path)
+    try:
+        _write_known_hosts(pair)
+        pair.wait_for_ssh_ports()
+        asyncio.run(_wait_ssh(pair, time.monotonic() + BOOT_TIMEOUT_S))
+        for vm in pair.vms:
+            # A resumed snapshot's clock is as old as the snapshot.
+            ready = lab.ssh(
+                vm,
+                f"date -s @{time.time():.3f} >/dev/null && modprobe rdma_rxe && "
+                "rdma link add rxe_eth3 type rxe netdev eth3",
+            )
+            assert ready.exit_status == 0, ready.stderr
+        yield lab
+    finally:
+        pair.stop()
