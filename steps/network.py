@@ -47,7 +47,12 @@ class Network(Step):
             return plan
         why = (
             "RDMA traffic leaves by the port of the GID it uses; one subnet per rail keeps each rail's addresses on "
-            "its own cable. netplan apply re-applies every interface; the SSH interface is not in this file."
+            "its own cable. netplan apply re-applies every interface; "
+            + (
+                f"this file reconfigures {d.ssh_interface}, which carries SSH (allowed for this host)."
+                if d.ssh_interface and any(d.ssh_interface in (e.netdev, *e.members) for e in d.endpoints)
+                else "the SSH interface is not in this file."
+            )
         )
         if net.netplan_file != content:
             plan.changes.append(
@@ -57,6 +62,9 @@ class Network(Step):
                     impact=Impact.DISRUPTIVE,
                     files=[FileWrite(path=NETPLAN_PATH, content=content, mode=0o600, before=net.netplan_file)],
                     commands=[RemoteCommand(argv=["netplan", "generate"]), RemoteCommand(argv=["netplan", "apply"])],
+                    creates_links=[
+                        e.netdev for e in d.endpoints if e.bond is not None and e.netdev not in net.interfaces
+                    ],
                 )
             )
         else:

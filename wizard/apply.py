@@ -116,6 +116,8 @@ def revert_script(change: Change, written: list[tuple[str, str | None]], armed: 
             lines.append(f"cp -a -- {shlex.quote(backup)} {shlex.quote(path)}")
         else:
             lines.append(f"rm -f -- {shlex.quote(path)}")
+    for link in change.creates_links:
+        lines.append(shlex.join(["ip", "link", "delete", "dev", link]))
     for command in _revert_commands(change, written):
         lines.append(shlex.join(command.argv))
     lines.append(f"touch {shlex.quote(armed.reverted_marker)}")
@@ -182,6 +184,8 @@ async def _confirm_or_report(
     await asyncio.sleep(max(0.0, armed.armed_at + revert_in - time.monotonic()))
     await executor.wait_until_back(timeout_s=guard.revert_after_s + 120)
     reverted = (await executor.run(["test", "-e", armed.reverted_marker], sudo=True)).ok
+    if reverted:
+        await executor.run(["rm", "-f", "--", armed.script], sudo=True)  # the marker stays as the evidence
     verdict = (
         "the host rolled itself back to the previous files and network configuration"
         if reverted

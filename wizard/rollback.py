@@ -22,6 +22,7 @@ def rollback_change(store: StateStore, host: str, stages: Sequence[str]) -> Chan
     record = store.host(host)
     restores: dict[str, str] = {}
     created: list[str] = []
+    links: list[str] = []
     for stage in stages:
         stage_record = record.stages.get(stage)
         if stage_record is None:
@@ -29,6 +30,7 @@ def rollback_change(store: StateStore, host: str, stages: Sequence[str]) -> Chan
         for backup in stage_record.backups:
             restores.setdefault(original_path(backup), backup)
         created += [p for p in stage_record.created if p not in created]
+        links += [n for n in stage_record.created_links if n not in links]
     created = [p for p in created if p not in restores]
     if not restores and not created:
         return None
@@ -44,6 +46,8 @@ def rollback_change(store: StateStore, host: str, stages: Sequence[str]) -> Chan
         commands.append(RemoteCommand(argv=["systemctl", "daemon-reload"]))
     if any(p.startswith("/etc/sysctl.d/") for p in touched):
         commands.append(RemoteCommand(argv=["sysctl", "--system"]))
+    # Exit 1: the device is already gone (an earlier rollback, a reboot).
+    commands += [RemoteCommand(argv=["ip", "link", "delete", "dev", link], ok_exit_codes=[0, 1]) for link in links]
     if any(p.startswith("/etc/netplan/") for p in touched):
         commands.append(RemoteCommand(argv=["netplan", "apply"]))
     files = ", ".join(sorted(touched))

@@ -253,6 +253,7 @@ class Runner:
                         record.backups.append(backup)
                     elif path not in record.created:
                         record.created.append(path)
+                record.created_links += [n for n in change.creates_links if n not in record.created_links]
                 record.changes_applied += 1
                 self.store.save_host(host)
         except (ExecutorError, StepFailed) as exc:

@@ -47,6 +47,8 @@ class StageRecord(_Model):
     """Copies of files this stage replaced, on the host: <backup root>/<run>/<stage>/<original path>."""
     created: list[str] = Field(default_factory=list)
     """Files this stage created where none existed (a rollback removes them)."""
+    created_links: list[str] = Field(default_factory=list)
+    """Virtual interfaces (bonds) this stage created (a rollback deletes them before re-applying netplan)."""
 
 
 class HostRecord(_Model):

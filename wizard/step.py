@@ -83,6 +83,9 @@ class Change(_Model):
     revert: list[RemoteCommand] = Field(default_factory=list)
     """What the host runs after restoring the old files when the wizard cannot reach it again (default for
     netplan files: ``netplan apply``)."""
+    creates_links: list[str] = Field(default_factory=list)
+    """Virtual interfaces (bonds) this change brings into being. netplan apply leaves a device it no longer
+    configures in place, holding its members, so a revert or a rollback deletes these first."""
 
 
 class HostPlan(_Model):

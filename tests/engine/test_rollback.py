@@ -43,6 +43,19 @@ def test_the_oldest_backup_is_restored_and_created_files_are_removed(tmp_path: P
     assert rollback_change(store, "h1", ["nccl"]) is None
 
 
+def test_a_rollback_deletes_the_bonds_the_stage_created_then_reapplies_netplan(tmp_path: Path) -> None:
+    store = StateStore(tmp_path)
+    network = store.host("h1").stage("network")
+    network.created += ["/etc/netplan/60-roce-wizard.yaml"]
+    network.created_links += ["bond0"]
+    change = rollback_change(store, "h1", ["network"])
+    assert change is not None
+    shells = [c.shell() for c in change.commands]
+    assert shells[-2:] == ["sudo ip link delete dev bond0", "sudo netplan apply"]
+    delete = change.commands[-2]
+    assert 1 in delete.ok_exit_codes, "a bond already gone (reboot, earlier rollback) is not an error"
+
+
 def test_rollback_on_the_demo_undoes_the_network_stage_and_it_can_be_applied_again(tmp_path: Path) -> None:
     state = tmp_path / "state"
     assert cli("--demo", "--only", "discovery,ofed,network", "--yes", "--state-dir", str(state)).returncode == 0

@@ -34,6 +34,26 @@ def test_the_revert_script_restores_old_files_removes_new_ones_and_reapplies_net
     assert "rm -f -- /etc/netplan/60-roce-wizard.yaml" in lines
     assert "cp -a -- /var/lib/b/etc/sysctl.d/x.conf /etc/sysctl.d/x.conf" in lines
     assert lines.index("netplan apply") > lines.index("rm -f -- /etc/netplan/60-roce-wizard.yaml")
+    assert "ip link" not in script, "no bond was created, none is deleted"
+    path = tmp_path / "revert.sh"
+    path.write_text(script)
+    assert subprocess.run(["bash", "-n", str(path)]).returncode == 0
+
+
+def test_the_revert_deletes_the_bonds_the_change_created_before_reapplying_netplan(tmp_path: Path) -> None:
+    # On a real kernel netplan apply left a bond holding the management NIC after its file was gone.
+    change = Change(
+        summary="apply bond",
+        impact=Impact.DISRUPTIVE,
+        files=[FileWrite(path="/etc/netplan/60-roce-wizard.yaml", content="x")],
+        commands=[RemoteCommand(argv=["netplan", "apply"])],
+        creates_links=["mgmt0"],
+    )
+    armed = ArmedRevert("roce-wizard-revert-cd34", "/var/lib/roce-wizard/revert/roce-wizard-revert-cd34.sh", 0.0)
+    script = revert_script(change, [("/etc/netplan/60-roce-wizard.yaml", None)], armed)
+    lines = script.splitlines()
+    assert lines.index("rm -f -- /etc/netplan/60-roce-wizard.yaml") < lines.index("ip link delete dev mgmt0")
+    assert lines.index("ip link delete dev mgmt0") < lines.index("netplan apply")
     path = tmp_path / "revert.sh"
     path.write_text(script)
     assert subprocess.run(["bash", "-n", str(path)]).returncode == 0

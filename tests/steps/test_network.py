@@ -310,6 +310,8 @@ def test_one_lag_per_card_is_planned_with_lag_parameters_and_members() -> None:
     }
     assert doc["ethernets"]["ens1f0np0"] == {"dhcp4": False, "dhcp6": False, "link-local": [], "mtu": 9000}
     assert any("RoCE LAG of ConnectX-4 Lx card 0000:3b:00" in n for n in plan.notes)
+    # netplan apply keeps a device it no longer configures (seen on a real kernel): an undo must delete them.
+    assert plan.changes[0].creates_links == ["bond0", "bond1"]
 
 
 def test_lacp_rate_is_written_only_for_802_3ad() -> None:

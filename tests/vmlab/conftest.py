@@ -181,3 +181,5 @@ def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path) -> Iterator[L
         yield lab
     finally:
         pair.stop()
+        for disk in workdir.glob("*.qcow2"):
+            disk.unlink()  # 300 MB each; pytest keeps the last runs' temporary directories

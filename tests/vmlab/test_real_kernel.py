@@ -88,6 +88,13 @@ def test_the_network_stage_builds_a_balance_xor_bond_the_kernel_agrees_with(lab_
     assert code == 0, stderr
     assert not [e for e in events if e["event"] == "change_started"]
     assert statuses(events, "network") == {"vm1": "done", "vm2": "done"}
+    # And `roce-wizard rollback` takes it all away again on the chosen host.
+    undo = lab_vms.run_cli("rollback", "--answers", str(answers), "--host", "vm2", "--stage", "network", "--yes")
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert lab_vms.ssh(vm2, "ip link show bond0").exit_status == 1, "the bond the wizard created is gone"
+    assert lab_vms.ssh(vm2, "test -e /etc/netplan/60-roce-wizard.yaml").exit_status == 1
+    assert "master" not in lab_vms.ssh(vm2, "ip -br link show eth1; ip link show eth1").stdout
+    assert lab_vms.ssh(vm1, "test -e /proc/net/bonding/bond0").exit_status == 0, "vm1 was not chosen"
 
 
 def test_a_real_ib_write_bw_over_soft_roce_is_shown_by_the_bandwidth_test(lab_vms: LabVms) -> None:
@@ -110,3 +117,27 @@ def test_a_real_ib_write_bw_over_soft_roce_is_shown_by_the_bandwidth_test(lab_vm
     # The per-rail numbers and the verdict are printed for the operator as well (Soft-RoCE is far below line
     # rate: the verdict may well be a fail; what matters here is that real traffic was measured and shown).
     assert "rxe_eth3" in proc.stderr or "eth3" in proc.stderr
+
+
+def test_a_change_that_cuts_ssh_is_rolled_back_by_the_host_itself(lab_vms: LabVms) -> None:
+    # Moving vm1's management NIC into a bond with a static address in another subnet: exactly the change that
+    # strands an operator. qemu forwards SSH to 10.0.2.15, which the change removes.
+    cut_off = {
+        "topology": "bond",
+        "allow_management_changes": ["vm1"],
+        "bonds": [{"name": "mgmt0", "mode": "active-backup", "members": ["eth0", "eth1"], "subnet": "10.0.9.0/24"}],
+    }
+    answers = lab_vms.answers(cut_off, hosts=["vm1"], safe_apply={"revert_after_s": 60, "confirm_within_s": 20})
+    code, events, stderr = lab_vms.wizard("--answers", str(answers), "--only", "discovery,network", "--yes", "--json")
+    assert code == 1, stderr
+    assert statuses(events, "network") == {"vm1": "failed"}
+    failure = next(e for e in events if e["event"] == "host_status" and e["status"] == "failed")
+    assert "no new SSH connection within 20s" in failure["reason"]
+    assert "rolled itself back" in failure["reason"] and "NOT in place" in failure["reason"]
+    vm1 = lab_vms.vms[0]
+    # The host is as it was: management address back, no bond, the wizard's netplan file gone, revert recorded.
+    assert "10.0.2.15/24" in lab_vms.ssh(vm1, "ip -br addr show eth0").stdout
+    assert lab_vms.ssh(vm1, "ip link show mgmt0").exit_status != 0
+    assert lab_vms.ssh(vm1, "test -e /etc/netplan/60-roce-wizard.yaml").exit_status == 1
+    leftovers = lab_vms.ssh(vm1, "ls /var/lib/roce-wizard/revert/").stdout.split()
+    assert len(leftovers) == 1 and leftovers[0].endswith(".reverted"), "the marker stays, the script is cleaned up"
