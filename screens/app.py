@@ -14,7 +14,7 @@ from textual.binding import Binding
 from textual.worker import Worker, WorkerState
 
 from screens.answers_editing import AnswersEditing
-from screens.dialogs import AskSecret, ConfirmPlan, FullLog, HelpPanel, Question
+from screens.dialogs import AskSecret, ConfirmPlan, ConfirmRollback, FullLog, HelpPanel, Question
 from screens.engine_link import EngineLink
 from screens.help_text import help_markdown
 from screens.log_buffer import LogBuffers
@@ -30,6 +30,7 @@ from wizard.errors import AnswersError, WizardError
 from wizard.events import Event
 from wizard.interactive import resume_point, saved_progress, skip_stage
 from wizard.paths import assets_dir
+from wizard.rollback import roll_back, rollback_plans
 from wizard.runner import RunOptions
 from wizard.session import Session, lab_time_scale, sudo_password
 from wizard.step import HostPlan
@@ -196,10 +197,31 @@ class WizardApp(AnswersEditing, App[int]):
                 lambda yes: self._skip(stage) if yes else None,
             )
             return
+        if action == "rollback":
+            self._ask_rollback(stage)
+            return
         self.busy = f"{action} {stage}" if stage else "connection test"
         self._dirty = True
         self._show_busy()
         self.host_work(action, stage)
+
+    def _ask_rollback(self, stage: str | None) -> None:
+        if stage not in {s.id for s in self.engine.steps}:
+            self.notify("open a stage's page to roll that stage back", severity="warning")
+            return
+        plans = rollback_plans(self.engine.store, self.engine.host_names, [stage])
+        if all(change is None for change in plans.values()):
+            self.notify(f"nothing to roll back: {stage} changed no file on any host", severity="warning")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.busy = f"rollback {stage}"
+                self._dirty = True
+                self._show_busy()
+                self.host_work("rollback", stage)
+
+        self.push_screen(ConfirmRollback(stage, plans, simulated=self.engine.demo), answered)
 
     def _skip(self, stage: str) -> None:
         skip_stage(self.engine.store, stage, self.engine.host_names, "skipped by the operator")
@@ -227,6 +249,18 @@ class WizardApp(AnswersEditing, App[int]):
                 elif action == "plan" and stage:
                     outcomes = await session.runner.plan_all([stage])
                     self.plans[stage] = outcomes[0].plans
+                elif action == "rollback" and stage:
+                    hosts = [h for h, c in rollback_plans(session.store, self.engine.host_names, [stage]).items() if c]
+                    outcomes = await roll_back(session.store, session.executors, hosts, [stage], self.engine.bus)
+                    failed = [o.host for o in outcomes if o.status == "failed"]
+                    self._load_saved()
+                    self.notify(
+                        f"{stage} rolled back on {', '.join(hosts)}"
+                        if not failed
+                        else f"rollback FAILED on {', '.join(failed)}: see the host logs",
+                        severity="information" if not failed else "error",
+                        timeout=8,
+                    )
                 elif action == "test":
                     self.conn_reports = await check_hosts(session.executors)  # type: ignore[arg-type]
                     bad = [r.host for r in self.conn_reports.values() if not r.ok]

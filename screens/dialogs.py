@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Log, Markdown, Static
 
 from screens.plan_view import IMPACT_STYLE
-from wizard.step import HostPlan, Impact
+from wizard.step import Change, HostPlan, Impact
 
 FULL_LOG_LINES = 20000
 
@@ -83,6 +83,51 @@ class ConfirmPlan(ModalScreen[str]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id or "no")
+
+
+class ConfirmRollback(ModalScreen[bool]):
+    """Shows, per host, exactly what a rollback runs (from the saved backups) and asks before doing it."""
+
+    BINDINGS = [Binding("y", "answer(True)", "Roll back"), Binding("n,escape", "answer(False)", "No")]
+
+    def __init__(self, stage: str, plans: dict[str, Change | None], *, simulated: bool) -> None:
+        super().__init__()
+        self.stage = stage
+        self.plans = plans
+        self.simulated = simulated
+
+    def compose(self) -> ComposeResult:
+        hosts = [h for h, c in self.plans.items() if c is not None]
+        tag = " (simulated hosts)" if self.simulated else ""
+        with Vertical(classes="dialog"):
+            yield Label(f"Roll back {self.stage} on {len(hosts)} host(s){tag}?", classes="dialog-title")
+            risk = Text()
+            risk.append("What it does: ", style="bold")
+            risk.append(
+                "puts back the files this stage replaced, removes the ones it created and re-applies them, so "
+                "links may flap. Runtime settings (QoS, loaded modules) stay until a reboot or driver reload."
+            )
+            yield Static(risk, classes="dialog-risk")
+            text = Text()
+            for host, change in self.plans.items():
+                if change is None:
+                    text.append(f"{host}: nothing recorded to roll back\n", style="dim")
+                    continue
+                text.append(f"{host}: ", style="bold")
+                text.append(f"{change.summary}\n")
+                for command in change.commands:
+                    text.append(f"  $ {command.shell()}\n", style="dim")
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(text)
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Roll back (y)", id="yes", variant="warning", compact=True)
+                yield Button("No (n)", id="no", compact=True)
+
+    def action_answer(self, value: bool) -> None:
+        self.dismiss(value)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
 
 
 class Question(ModalScreen[bool]):

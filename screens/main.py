@@ -36,6 +36,7 @@ class MainScreen(Screen[None]):
         Binding("v", "stage('verify')", "Verify"),
         Binding("p", "stage('plan')", "Plan"),
         Binding("s", "stage('skip')", "Skip"),
+        Binding("u", "stage('rollback')", "Roll back"),
         Binding("L", "full_log", "Full log", show=False),
         Binding("B", "bandwidth", "Bandwidth test"),
         Binding("question_mark,f1", "help", "Help"),

@@ -58,6 +58,7 @@ class StagePage(Vertical):
             yield Button("Verify (v)", id="verify", compact=True)
             yield Button("Plan (p)", id="plan-btn", compact=True)
             yield Button("Skip (s)", id="skip", compact=True)
+            yield Button("Rollback (u)", id="rollback", compact=True)
 
     def on_mount(self) -> None:
         self.refresh_view()
@@ -82,7 +83,8 @@ class StagePage(Vertical):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        action = {"apply": "apply", "verify": "verify", "plan-btn": "plan", "skip": "skip"}.get(event.button.id or "")
+        buttons = {"apply": "apply", "verify": "verify", "plan-btn": "plan", "skip": "skip", "rollback": "rollback"}
+        action = buttons.get(event.button.id or "")
         if action:
             self.wizard.start_action(action, self.stage)
 

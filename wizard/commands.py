@@ -193,10 +193,8 @@ def rollback_cmd(argv: list[str]) -> int:
 
 async def _rollback(args: argparse.Namespace, answers, hosts: list[str], stages: list[str]) -> int:  # type: ignore[no-untyped-def]
     from steps import all_steps
-    from wizard.apply import StepFailed, apply_change
     from wizard.events import EventBus
-    from wizard.executors.base import ExecutorError
-    from wizard.rollback import mark_rolled_back, rollback_change
+    from wizard.rollback import roll_back, rollback_plans
     from wizard.session import demo_state_dir, open_session, production_targets, simulated_targets, sudo_password
 
     password = sudo_password(answers, interactive=True)
@@ -209,24 +207,18 @@ async def _rollback(args: argparse.Namespace, answers, hosts: list[str], stages:
         )
         failed = 0
         try:
-            for host in hosts:
-                change = rollback_change(session.store, host, stages)
+            for host, change in rollback_plans(session.store, hosts, stages).items():
                 if change is None:
                     print(f"{host}: nothing to roll back for {', '.join(stages)}")
                     continue
                 print(f"{host}: {change.summary}")
                 for command in change.commands:
                     print(f"    $ {command.shell()}")
-                if not args.yes:
-                    continue
-                try:
-                    await apply_change(session.executors[host], change, "", 900.0)
-                except (ExecutorError, StepFailed) as exc:
-                    failed += 1
-                    print(f"{host}: rollback FAILED: {exc}")
-                    continue
-                mark_rolled_back(session.store, host, stages)
-                print(f"{host}: rolled back; the stages are pending again")
+            if args.yes:
+                for outcome in await roll_back(session.store, session.executors, hosts, stages):
+                    failed += outcome.status == "failed"
+                    if outcome.status != "nothing":
+                        print(f"{outcome.host}: {outcome.detail}")
         finally:
             await session.close()
         if not args.yes:

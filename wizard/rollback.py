@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
-from wizard.apply import BACKUP_ROOT
+from wizard.apply import BACKUP_ROOT, StepFailed, apply_change
+from wizard.events import EventBus
+from wizard.executors.base import Executor, ExecutorError
 from wizard.state import StateStore, now
 from wizard.step import Change, Impact, RemoteCommand
 
@@ -70,5 +75,67 @@ def mark_rolled_back(store: StateStore, host: str, stages: Sequence[str]) -> Non
             stage_record.reason = f"rolled back at {now()}; run the stage again to re-apply it"
             stage_record.backups.clear()
             stage_record.created.clear()
+            stage_record.created_links.clear()
             stage_record.checks = []
+    store.save_host(host)
+
+
+@dataclass(slots=True)
+class RollbackOutcome:
+    host: str
+    status: Literal["rolled_back", "nothing", "failed"]
+    detail: str
+
+
+def rollback_plans(store: StateStore, hosts: Sequence[str], stages: Sequence[str]) -> dict[str, Change | None]:
+    """What a rollback would run on each host (None: nothing recorded to undo there). Reads only the state."""
+    return {host: rollback_change(store, host, stages) for host in hosts}
+
+
+async def roll_back(
+    store: StateStore,
+    executors: Mapping[str, Executor],
+    hosts: Sequence[str],
+    stages: Sequence[str],
+    bus: EventBus | None = None,
+) -> list[RollbackOutcome]:
+    """Undo ``stages`` on ``hosts`` at once (the CLI and the TUI both come here); one host failing stops no other."""
+
+    async def one(host: str) -> RollbackOutcome:
+        change = rollback_change(store, host, stages)
+        if change is None:
+            return RollbackOutcome(host, "nothing", f"nothing to roll back for {', '.join(stages)}")
+        touched = [s for s in stages if s in store.host(host).stages]
+        if bus is not None:
+            bus.emit("change_started", stage=touched[0], host=host, summary=change.summary, impact=change.impact)
+        try:
+            await apply_change(executors[host], change, "", 900.0)
+        except (ExecutorError, StepFailed) as exc:
+            detail = "rollback FAILED: " + (exc.detail if isinstance(exc, ExecutorError) else str(exc))
+            _record(store, host, touched, "failed", detail + "; the host is between the two states", bus)
+            return RollbackOutcome(host, "failed", detail)
+        mark_rolled_back(store, host, stages)
+        if bus is not None:
+            for stage in touched:
+                bus.emit(
+                    "host_status",
+                    stage=stage,
+                    host=host,
+                    status="pending",
+                    reason=store.host(host).stages[stage].reason,
+                )
+        return RollbackOutcome(host, "rolled_back", f"rolled back {', '.join(touched)}; run them again to re-apply")
+
+    return list(await asyncio.gather(*(one(h) for h in hosts)))
+
+
+def _record(
+    store: StateStore, host: str, stages: Sequence[str], status: str, reason: str, bus: EventBus | None
+) -> None:
+    record = store.host(host)
+    for stage in stages:
+        record.stages[stage].status = status  # type: ignore[assignment]
+        record.stages[stage].reason = reason
+        if bus is not None:
+            bus.emit("host_status", stage=stage, host=host, status=status, reason=reason)
     store.save_host(host)
