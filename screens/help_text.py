@@ -14,6 +14,7 @@ KEYS = """
 | v | verify only: read the hosts and run the checks, change nothing |
 | p | plan: what would change, per host, with file diffs |
 | s | skip the stage (recorded; a later run re-checks it) |
+| u | roll the stage back: put back the files it replaced, remove those it created (shows the commands first) |
 | 1-5 | plan, checks, logs, answers, help tabs |
 | [ / ] | previous / next host in the log pane |
 | L | open the full log of the shown host |
