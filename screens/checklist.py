@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Static
 from screens.progress import Progress
 
 RESULT_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "skip": "dim"}
+SEVERITY = {"fail": 0, "warn": 1, "skip": 2, "pass": 3}
 RESULT_WORD = {"pass": "✔ pass", "fail": "✘ FAIL", "warn": "! warn", "skip": "– skip"}
 
 
@@ -41,7 +42,7 @@ class Checklist(Vertical):
         )
         table = self.query_one(DataTable)
         table.clear()
-        self._rows = []
+        rows = []
         for stage in stages:
             for host in progress.hosts:
                 cell = progress.cell(stage, host)
@@ -51,15 +52,15 @@ class Checklist(Vertical):
                 for item in items:
                     if only_problems and item["status"] not in ("fail", "warn"):
                         continue
-                    row = {"stage": stage, "host": host, **item}
-                    self._rows.append(row)
-                    result = Text(
-                        RESULT_WORD.get(item["status"], item["status"]), style=RESULT_STYLE.get(item["status"], "")
-                    )
-                    evidence = " ".join((item.get("evidence") or "").split())
-                    evidence = evidence if len(evidence) <= 70 else evidence[:69] + "…"
-                    cells = [result] + ([stage] if self.with_stage else []) + [host, item["title"], evidence]
-                    table.add_row(*cells)
+                    rows.append({"stage": stage, "host": host, **item})
+        # Problems first: on a big cluster a failed host must not hide below hundreds of passes.
+        self._rows = sorted(rows, key=lambda row: SEVERITY.get(row["status"], len(SEVERITY)))
+        for row in self._rows:
+            result = Text(RESULT_WORD.get(row["status"], row["status"]), style=RESULT_STYLE.get(row["status"], ""))
+            evidence = " ".join((row.get("evidence") or "").split())
+            evidence = evidence if len(evidence) <= 70 else evidence[:69] + "…"
+            cells = [result] + ([row["stage"]] if self.with_stage else []) + [row["host"], row["title"], evidence]
+            table.add_row(*cells)
         self._detail(0)
 
     def _detail(self, index: int) -> None:

@@ -104,8 +104,9 @@ class ConfirmRollback(ModalScreen[bool]):
             risk = Text()
             risk.append("What it does: ", style="bold")
             risk.append(
-                "puts back the files this stage replaced, removes the ones it created and re-applies them, so "
-                "links may flap. Runtime settings (QoS, loaded modules) stay until a reboot or driver reload."
+                "puts back the files this stage replaced, removes the ones it created and re-applies the old "
+                "configuration, so links may flap. Runtime settings (QoS, loaded modules) stay until a reboot or "
+                "driver reload."
             )
             yield Static(risk, classes="dialog-risk")
             text = Text()

@@ -186,12 +186,14 @@ async def _confirm_or_report(
     reverted = (await executor.run(["test", "-e", armed.reverted_marker], sudo=True)).ok
     if reverted:
         await executor.run(["rm", "-f", "--", armed.script], sudo=True)  # the marker stays as the evidence
-    verdict = (
-        "the host rolled itself back to the previous files and network configuration"
-        if reverted
-        else ("the revert did not report back: check the host's files against the backups")
-    )
+    # The verdict comes first: a narrow screen or a one-line log still shows what happened.
+    why = f"no new SSH connection within {guard.confirm_timeout_s:g}s after the change ({last})"
+    if reverted:
+        raise StepFailed(
+            f"the host rolled itself back after {guard.revert_after_s:g}s: the change is NOT in place and the host "
+            f"is reachable again; {why}; change: {change.summary}"
+        )
     raise StepFailed(
-        f"{change.summary}: no new SSH connection within {guard.confirm_timeout_s:g}s after the change ({last}); "
-        f"{verdict} after {guard.revert_after_s:g}s and is reachable again; the change is NOT in place"
+        f"the host is reachable again but its revert did not report back: check its files against the backups; "
+        f"{why}; change: {change.summary}"
     )
