@@ -21,7 +21,7 @@ import asyncssh
 import pytest
 import yaml
 
-from tests.vmlab.vms import SNAPSHOT, Vm, VmPair, ensure_image, missing_requirements
+from tests.vmlab.vms import SNAPSHOT, Vm, VmPair, ensure_image, locked, missing_requirements
 
 BOOT_TIMEOUT_S = 300  # a cold TCG boot takes 30-50 s on two busy cores; leave room for a slow CI machine
 
@@ -130,6 +130,11 @@ def vm_image() -> Path:
 @pytest.fixture(scope="session")
 def booted_snapshot(vm_image: Path) -> Path:
     """Disks holding a `savevm` of both VMs right after their first boot (made once per image)."""
+    with locked(vm_image.with_name(vm_image.name + ".snapshot.lock")):
+        return _make_snapshot(vm_image)
+
+
+def _make_snapshot(vm_image: Path) -> Path:
     target = vm_image / "snapshot"
     if (target / "vm2.qcow2").exists():
         return target

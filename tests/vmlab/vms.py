@@ -59,7 +59,8 @@ def missing_requirements() -> str | None:
 
 
 @contextlib.contextmanager
-def _locked(path: Path):  # noqa: ANN202
+def locked(path: Path):  # noqa: ANN202
+    """Hold an exclusive lock on ``path``: two test runs never build the same image or snapshot at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -69,7 +70,7 @@ def _locked(path: Path):  # noqa: ANN202
 def ensure_image() -> Path:
     """The cached image directory (vmlinuz, initrd.img, base.img, lab key, host key), built if missing."""
     target = cache_root() / image_key()
-    with _locked(cache_root() / f"{image_key()}.lock"):
+    with locked(cache_root() / f"{image_key()}.lock"):
         if (target / "base.img").exists():
             return target
         building = target.with_name(target.name + ".building")
