@@ -41,8 +41,17 @@ class LabVms:
     def known_hosts(self) -> Path:
         return self.pair.workdir / "known_hosts"
 
-    def answers(self, network: dict[str, Any], *, hosts: list[str] | None = None, **sections: Any) -> Path:
-        """An answers file for these VMs (login ubuntu with passwordless sudo, strict host key checking)."""
+    def answers(
+        self,
+        network: dict[str, Any],
+        *,
+        hosts: list[str] | None = None,
+        ssh: dict[str, Any] | None = None,
+        host_extra: dict[str, dict[str, Any]] | None = None,
+        **sections: Any,
+    ) -> Path:
+        """An answers file for these VMs (login ubuntu with passwordless sudo, strict host key checking);
+        ``ssh`` overrides ssh keys, ``host_extra`` adds keys to one host's entry."""
         chosen = [vm for vm in self.vms if hosts is None or vm.name in hosts]
         data: dict[str, Any] = {
             "version": 1,
@@ -54,8 +63,12 @@ class LabVms:
                 "connect_timeout_s": 20,
                 "keepalive_interval_s": 2,
                 "command_timeout_s": 300,
+                **(ssh or {}),
             },
-            "hosts": [{"name": vm.name, "address": "127.0.0.1", "port": vm.ssh_port} for vm in chosen],
+            "hosts": [
+                {"name": vm.name, "address": "127.0.0.1", "port": vm.ssh_port, **(host_extra or {}).get(vm.name, {})}
+                for vm in chosen
+            ],
             "ofed": {"stack": "inbox"},
             "network": network,
             "inference": {"enabled": False},
@@ -65,7 +78,9 @@ class LabVms:
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
 
-    def run_cli(self, *args: str, timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    def run_cli(
+        self, *args: str, timeout_s: float = 600, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """Run the real CLI, as an operator would, with this lab's state directory."""
         state = self.workdir / "state"
         return subprocess.run(
@@ -73,11 +88,14 @@ class LabVms:
             capture_output=True,
             text=True,
             timeout=timeout_s,
+            env=env,
         )
 
-    def wizard(self, *args: str, timeout_s: float = 600) -> tuple[int, list[dict[str, Any]], str]:
+    def wizard(
+        self, *args: str, timeout_s: float = 600, env: dict[str, str] | None = None
+    ) -> tuple[int, list[dict[str, Any]], str]:
         """Run a headless wizard run with --json; returns exit code, events and stderr."""
-        proc = self.run_cli(*args, timeout_s=timeout_s)
+        proc = self.run_cli(*args, timeout_s=timeout_s, env=env)
         events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         return proc.returncode, events, proc.stderr
 
