@@ -71,7 +71,17 @@ def test_a_wrong_key_and_a_host_that_stops_answering_fail_only_that_host(lab_vms
     # must notice (seen: "connection lost during 'grep ...': Server not responding to keepalive" after 12 s).
     answers = lab_vms.answers(BOND_AND_RAIL, hosts=["vm1"])
     vm1 = lab_vms.vms[0]
-    freeze = threading.Timer(4.0, lambda: vm1.hmp("stop"))
+    log = lab_vms.workdir / "state" / "logs" / "vm1.log"
+    stop_polling = threading.Event()
+    seen = log.stat().st_size  # the first run's lines are already there
+
+    def freeze_once_discovery_runs() -> None:
+        while not stop_polling.wait(0.1):
+            if "$ lspci" in log.read_bytes()[seen:].decode(errors="replace"):
+                vm1.hmp("stop")
+                return
+
+    freeze = threading.Thread(target=freeze_once_discovery_runs, daemon=True)
     freeze.start()
     started = time.monotonic()
     try:
@@ -79,7 +89,8 @@ def test_a_wrong_key_and_a_host_that_stops_answering_fail_only_that_host(lab_vms
             "--answers", str(answers), "--only", "discovery,network", "--yes", "--json", timeout_s=300
         )
     finally:
-        freeze.cancel()
+        stop_polling.set()
+        freeze.join()
         vm1.hmp("cont")
     assert code == 1
     assert time.monotonic() - started < 240, "keepalives must notice a dead peer; the run must not hang"
