@@ -20,6 +20,7 @@ from wizard.step import Change, Impact, RemoteCommand
 
 BACKUP_ROOT = "/var/lib/roce-wizard/backups"
 REVERT_DIR = "/var/lib/roce-wizard/revert"
+REVERT_RUNS_FOR_S = 90.0  # how long a revert may take once it started (netplan apply, a bond coming back)
 
 
 class StepFailed(Exception):
@@ -49,8 +50,9 @@ class ArmedRevert:
     armed_at: float
 
     @property
-    def disarmed_marker(self) -> str:
-        return f"{REVERT_DIR}/{self.name}.disarmed"
+    def claim(self) -> str:
+        """A directory both sides try to create: mkdir is atomic, so exactly one of confirm and revert wins."""
+        return f"{REVERT_DIR}/{self.name}.claimed"
 
     @property
     def reverted_marker(self) -> str:
@@ -109,7 +111,7 @@ def revert_script(change: Change, written: list[tuple[str, str | None]], armed: 
         f"# roce-wizard automatic revert for: {change.summary}",
         "# It runs only if roce-wizard could not reach this host over SSH again after the change.",
         "set -u",
-        f"[ -e {shlex.quote(armed.disarmed_marker)} ] && exit 0",
+        f"mkdir -- {shlex.quote(armed.claim)} 2>/dev/null || exit 0  # the wizard confirmed the change first",
     ]
     for path, backup in written:
         if backup:
@@ -168,7 +170,14 @@ async def _confirm_or_report(
     while time.monotonic() < deadline:
         try:
             await executor.check_new_connection()
-            await executor.run(["touch", armed.disarmed_marker], sudo=True)
+            if not (await executor.run(["mkdir", "--", armed.claim], sudo=True)).ok:
+                # The timer fired first (the change took longer than revert_after_s): the host is reverting.
+                await _await_revert(executor, armed, guard)
+                raise StepFailed(
+                    f"the host rolled itself back: its revert timer fired before the wizard could confirm the "
+                    f"change (the change took longer than safe_apply.revert_after_s = {guard.revert_after_s:g}s; "
+                    f"raise it); the change is NOT in place; change: {change.summary}"
+                )
             await executor.run(["systemctl", "stop", f"{armed.name}.timer"], sudo=True)
             await executor.run(["rm", "-f", "--", armed.script], sudo=True)
             if cause is None:
@@ -182,10 +191,7 @@ async def _confirm_or_report(
             await asyncio.sleep(min(1.0, guard.confirm_timeout_s * guard.clock_scale / 5))
     revert_in = guard.revert_after_s * guard.clock_scale
     await asyncio.sleep(max(0.0, armed.armed_at + revert_in - time.monotonic()))
-    await executor.wait_until_back(timeout_s=guard.revert_after_s + 120)
-    reverted = (await executor.run(["test", "-e", armed.reverted_marker], sudo=True)).ok
-    if reverted:
-        await executor.run(["rm", "-f", "--", armed.script], sudo=True)  # the marker stays as the evidence
+    reverted = await _await_revert(executor, armed, guard)
     # The verdict comes first: a narrow screen or a one-line log still shows what happened.
     why = f"no new SSH connection within {guard.confirm_timeout_s:g}s after the change ({last})"
     if reverted:
@@ -197,3 +203,20 @@ async def _confirm_or_report(
         f"the host is reachable again but its revert did not report back: check its files against the backups; "
         f"{why}; change: {change.summary}"
     )
+
+
+async def _await_revert(executor: Executor, armed: ArmedRevert, guard: Guard) -> bool:
+    """Reconnect and wait for the revert to report back (it re-applies the network: that takes a while)."""
+    deadline = time.monotonic() + REVERT_RUNS_FOR_S * guard.clock_scale
+    await executor.wait_until_back(timeout_s=guard.revert_after_s + 120)
+    while True:
+        try:
+            if (await executor.run(["test", "-e", armed.reverted_marker], sudo=True)).ok:
+                # The script and its claim are spent; the .reverted marker stays as the evidence.
+                await executor.run(["rm", "-rf", "--", armed.script, armed.claim], sudo=True)
+                return True
+        except ExecutorError:
+            await executor.wait_until_back(timeout_s=guard.revert_after_s + 120)
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(min(2.0, REVERT_RUNS_FOR_S * guard.clock_scale / 30))

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from wizard.apply import ArmedRevert, revert_script
 from wizard.step import Change, FileWrite, Impact, RemoteCommand
 
@@ -30,7 +32,8 @@ def test_the_revert_script_restores_old_files_removes_new_ones_and_reapplies_net
     written = [("/etc/netplan/60-roce-wizard.yaml", None), ("/etc/sysctl.d/x.conf", "/var/lib/b/etc/sysctl.d/x.conf")]
     script = revert_script(change, written, armed)
     lines = script.splitlines()
-    assert "[ -e /var/lib/roce-wizard/revert/roce-wizard-revert-ab12.disarmed ] && exit 0" in lines
+    claim = "mkdir -- /var/lib/roce-wizard/revert/roce-wizard-revert-ab12.claimed 2>/dev/null || exit 0"
+    assert lines[4].startswith(claim), "the revert first claims the change; if the wizard confirmed it, it stops"
     assert "rm -f -- /etc/netplan/60-roce-wizard.yaml" in lines
     assert "cp -a -- /var/lib/b/etc/sysctl.d/x.conf /etc/sysctl.d/x.conf" in lines
     assert lines.index("netplan apply") > lines.index("rm -f -- /etc/netplan/60-roce-wizard.yaml")
@@ -82,3 +85,27 @@ def test_a_confirmed_change_disarms_the_revert(tmp_path: Path) -> None:
     assert armed, "the netplan change must be guarded"
     name = armed[0].split("--unit=")[1].split()[0]
     assert any(c.startswith(f"sudo systemctl stop {name}.timer") for c in commands)
+
+
+async def test_a_change_slower_than_the_revert_timer_is_reported_rolled_back_not_confirmed() -> None:
+    # The host's timer fires while the change still runs: the revert claims the change first (mkdir is atomic),
+    # so the wizard must not "confirm" a change the host has already undone.
+    from tests.engine.test_ssh_executor import executor, start_lab
+    from wizard.apply import Guard, StepFailed, apply_change
+
+    lab = await start_lab()
+    ex = executor(lab)
+    try:
+        change = Change(
+            summary="slow change",
+            impact=Impact.DISRUPTIVE,
+            files=[FileWrite(path="/etc/roce-wizard-slow.conf", content="new\n")],
+            commands=[RemoteCommand(argv=["sleep", "600"])],  # 0.6 s in the lab, the timer fires after 0.1 s
+        )
+        guard = Guard(revert_after_s=100, confirm_timeout_s=50, clock_scale=0.001)
+        with pytest.raises(StepFailed, match="revert timer fired before the wizard could confirm"):
+            await apply_change(ex, change, "/var/lib/roce-wizard/backups/t/slow", 60, guard)
+        assert (await ex.run(["test", "-e", "/etc/roce-wizard-slow.conf"])).exit_status == 1, "the revert ran"
+    finally:
+        await ex.close()
+        await lab.stop()
