@@ -62,3 +62,14 @@ async def apply_stage(pilot: Pilot, app: WizardApp, *, answer: str = "A") -> Non
         elif app.busy is None:
             break
     await settle(pilot, app)
+
+
+async def quit_mid_work(pilot: Pilot, app: WizardApp) -> None:
+    """Press q while hosts are being worked on: the app asks first, and y quits."""
+    from screens.dialogs import Question
+
+    await pilot.press("q")
+    await pilot.pause()
+    assert isinstance(app.screen, Question)
+    await pilot.press("y")
+    await pilot.pause()

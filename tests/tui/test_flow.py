@@ -9,7 +9,7 @@ import pytest
 from screens.dialogs import ConfirmPlan, Question
 from screens.main import MainScreen
 from screens.start import StartScreen
-from tests.tui.conftest import SIZES, apply_stage, settle
+from tests.tui.conftest import SIZES, apply_stage, quit_mid_work, settle
 from wizard.state import StateStore
 
 
@@ -107,11 +107,7 @@ async def test_quitting_mid_step_leaves_state_that_resumes_at_the_interrupted_st
             if isinstance(app.screen, ConfirmPlan):
                 break
         assert isinstance(app.screen, ConfirmPlan)
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, Question)
-        await pilot.press("y")
-        await pilot.pause()
+        await quit_mid_work(pilot, app)
     assert app.return_code == 1
     saved = StateStore(tmp_path / "state")
     assert saved.host("server1").stages["discovery"].status == "done"
@@ -176,9 +172,5 @@ async def test_a_hanging_host_never_freezes_the_screen_and_quitting_stops_the_wo
         await pilot.press("n")
         assert app.main.page == "discovery"
         assert time.perf_counter() - started < 1.0
-        await pilot.press("q")
-        await pilot.pause()
-        assert isinstance(app.screen, Question)
-        await pilot.press("y")
-        await pilot.pause()
+        await quit_mid_work(pilot, app)
     assert app.return_code == 1

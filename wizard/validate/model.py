@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wizard.step import CheckItem
+
 Status = Literal["pass", "fail", "warn", "skip"]
 PASS_RATIO = 0.9  # a rail passes at >= 90 % of its discovered line rate (roce-correctness.md items 22, 23)
 LATENCY_ALARM_US = 5.0  # typical ib_write_lat above this on back-to-back 25GbE points at a problem (items 58, 59)
@@ -91,14 +93,9 @@ class PairCell(_Model):
     hint: str | None = None  # the host/port/cable to look at when the cell is slow
 
 
-class CheckResult(_Model):
-    """A lint item or a doctor check: what was seen and what to do."""
+class CheckResult(CheckItem):
+    """A lint item or a doctor check: a stage's CheckItem that also names the host it was seen on."""
 
-    id: str
-    title: str
-    status: Status
-    evidence: str = ""
-    fix: str | None = None
     host: str | None = None
 
 
