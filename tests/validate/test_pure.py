@@ -123,3 +123,9 @@ def test_a_client_host_with_stdbuf_gets_line_buffered_output_so_rows_arrive_live
     spec = Spec("ib_write_bw", S, C, 18515, 106, sweep=True, line_buffered=True)
     assert client_argv(spec)[2:5] == ["stdbuf", "-oL", "ib_write_bw"]
     assert server_argv(spec)[2] == "ib_write_bw", "the server prints once at the end: no need"
+
+
+def test_a_message_size_sweep_gets_time_for_80_gb_on_a_10g_link():
+    # -a moves ~80 GB (2 x 8 MiB x 5000): ~65 s at 10 Gb/s. Neither side may be cut off before that.
+    spec = Spec("ib_write_bw", S, C, 18515, 106, sweep=True)
+    assert int(server_argv(spec)[1]) >= 65 + 30 and int(client_argv(spec)[1]) >= 65 + 30

@@ -13,6 +13,7 @@ from wizard.validate.model import RailEnd
 
 BASE_PORT = 18515  # perftest's default; every concurrent pair gets its own port above it
 SERVER_GRACE_S = 30  # `timeout` ends a server whose client never came (real perftest waits forever)
+SWEEP_ALLOWANCE_S = 120  # extra time for an -a message-size sweep (see time_limit)
 TIMED_OUT = 124  # exit status of coreutils' timeout when it had to stop the command
 START_DELAY_S = 0.5  # the server must listen before the client connects
 
@@ -60,7 +61,8 @@ def side_argv(spec: Spec, end: RailEnd) -> list[str]:
 
 def time_limit(spec: Spec) -> int:
     """Seconds either side may run: a stalled RDMA path makes perftest wait forever, on both sides."""
-    return SERVER_GRACE_S + int(spec.duration_s or 0) + (10 if spec.sweep else 0)
+    # A -a sweep moves about 2 x 8 MiB x 5000 iterations = 80 GB: ~26 s at 25 Gb/s, ~65 s at 10 Gb/s.
+    return SERVER_GRACE_S + int(spec.duration_s or 0) + (SWEEP_ALLOWANCE_S if spec.sweep else 0)
 
 
 def server_argv(spec: Spec) -> list[str]:
