@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -44,10 +45,29 @@ def snapshot_state_dir(name: str) -> Path:
     return path
 
 
-async def settle(pilot: Pilot, app: WizardApp) -> None:
-    """Wait for host work, then for the next redraw of what it changed."""
+async def settle(pilot: Pilot, app: WizardApp, timeout_s: float = 60.0) -> None:
+    """Wait for host work, then until its outcome is drawn: the redraw runs on a timer tick, and on a loaded machine
+    a fixed pause can end before that tick (a screenshot then shows the table without the results)."""
     await app.workers.wait_for_complete()
-    await pilot.pause(0.5)
+    deadline = time.monotonic() + timeout_s
+    while app.busy is not None or app._dirty:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the app did not settle in {timeout_s:.0f} s (busy={app.busy!r})")
+        await pilot.pause(0.05)
+    await pilot.pause(0.2)
+
+
+async def without_toasts(pilot: Pilot, timeout_s: float = 30.0) -> None:
+    """Dismiss every notification and wait until no toast is left on screen (removal takes a refresh)."""
+    from textual.widgets._toast import Toast
+
+    pilot.app.clear_notifications()
+    deadline = time.monotonic() + timeout_s
+    while pilot.app.screen.query(Toast):
+        if time.monotonic() > deadline:
+            raise AssertionError("notifications stayed on screen")
+        await pilot.pause(0.05)
+    await pilot.pause(0.1)
 
 
 async def apply_stage(pilot: Pilot, app: WizardApp, *, answer: str = "A") -> None:

@@ -8,7 +8,7 @@ from textual.pilot import Pilot
 from screens.app import WizardApp
 from screens.dialogs import ConfirmPlan
 from screens.engine_link import EngineLink
-from tests.tui.conftest import settle, snapshot_state_dir
+from tests.tui.conftest import settle, snapshot_state_dir, without_toasts
 from wizard.state import RunRecord, StateStore
 
 
@@ -43,9 +43,10 @@ def test_hosts_after_connection_test(snap_compare) -> None:
     async def run_before(pilot: Pilot) -> None:
         await pilot.press("n", "t")
         await settle(pilot, pilot.app)  # type: ignore[arg-type]
-        assert len(pilot.app.conn_reports) == 2  # type: ignore[attr-defined]
-        pilot.app.clear_notifications()
-        await pilot.pause(0.2)  # let the toast's removal reach the screen
+        reports = pilot.app.conn_reports  # type: ignore[attr-defined]
+        assert sorted(reports) == ["server1", "server2"]
+        assert all(r.ok for r in reports.values()), [r.problem for r in reports.values()]
+        await without_toasts(pilot)
 
     assert snap_compare(_app("hosts"), terminal_size=(80, 24), run_before=run_before)
 
@@ -56,8 +57,7 @@ def test_discovery_with_a_host_down(snap_compare) -> None:
         await pilot.press("a")
         await settle(pilot, pilot.app)  # type: ignore[arg-type]
         await pilot.press("right_square_bracket")
-        pilot.app.clear_notifications()
-        await pilot.pause()
+        await without_toasts(pilot)
 
     app = _app("discovery", faults=["server2:link_down=ens2f1np1"])
     assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
@@ -68,8 +68,7 @@ def test_stage_plan_with_disruptive_changes(snap_compare) -> None:
         await _open(pilot, "ofed")
         await pilot.press("p")
         await settle(pilot, pilot.app)  # type: ignore[arg-type]
-        pilot.app.clear_notifications()
-        await pilot.pause()
+        await without_toasts(pilot)
 
     assert snap_compare(_app("plan"), terminal_size=(80, 24), run_before=run_before)
 
@@ -82,8 +81,7 @@ def test_confirmation_dialog_says_what_can_go_wrong(snap_compare) -> None:
             await pilot.pause(0.05)
             if isinstance(pilot.app.screen, ConfirmPlan):
                 break
-        pilot.app.clear_notifications()
-        await pilot.pause(0.2)
+        await without_toasts(pilot)
 
     assert snap_compare(_app("confirm"), terminal_size=(80, 24), run_before=run_before)
 
@@ -95,8 +93,7 @@ def test_summary_after_a_failed_host_in_the_light_theme(snap_compare) -> None:
         await pilot.press("a")
         await settle(pilot, pilot.app)  # type: ignore[arg-type]
         pilot.app.main.show_page("summary")  # type: ignore[attr-defined]
-        pilot.app.clear_notifications()
-        await pilot.pause(0.2)
+        await without_toasts(pilot)
 
     assert snap_compare(
         _app("summary", faults=["server2:link_down=ens2f1np1"]), terminal_size=(80, 24), run_before=run_before
