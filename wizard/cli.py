@@ -13,7 +13,7 @@ from wizard import __version__
 from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, UsageError, WizardError
 
 STAGE_IDS = ("discovery", "ofed", "network", "roce", "gpudirect", "nccl", "inference")
-SUBCOMMANDS = ("plan", "status", "schema", "parse", "lab", "rollback", "bwtest", "doctor")
+SUBCOMMANDS = ("check", "plan", "status", "schema", "parse", "lab", "rollback", "bwtest", "doctor")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +26,7 @@ def _run_parser() -> argparse.ArgumentParser:
         prog="roce-wizard",
         description="From bare GPU servers to a verified RoCE fabric. Without --answers (and without --demo) "
         "it opens the terminal wizard.",
-        epilog="Other commands: roce-wizard {plan,status,schema,parse,lab,rollback,bwtest,doctor} --help",
+        epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor} --help",
     )
     p.add_argument("--answers", type=Path, help="answers file; runs every stage headless")
     p.add_argument("--demo", action="store_true", help="run against the built-in SIMULATED cluster on 127.0.0.1")

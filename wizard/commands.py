@@ -13,6 +13,10 @@ from wizard.errors import EXIT_OK, EXIT_USAGE
 
 
 def dispatch(name: str, args: Sequence[str]) -> int:
+    if name == "check":
+        from wizard.check_cmd import check_cmd
+
+        return check_cmd(list(args))
     if name in ("bwtest", "doctor"):
         from wizard.validate.cli import bwtest_cmd, doctor_cmd
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from wizard.executors.base import (
@@ -25,6 +27,7 @@ class ConnectionReport:
     sudo: bool = False
     os: str = ""
     problem: str = ""
+    seconds: float = 0.0  # how long the test of this host took (connect, login, two commands)
 
     @property
     def ok(self) -> bool:
@@ -62,13 +65,23 @@ async def check_host(executor: Executor) -> ConnectionReport:
     return report
 
 
-async def check_hosts(executors: dict[str, Executor], limit: int = 64) -> dict[str, ConnectionReport]:
-    """Test every host, ``limit`` at a time; one host failing never stops the others."""
+async def check_hosts(
+    executors: dict[str, Executor],
+    limit: int = 64,
+    on_report: Callable[[ConnectionReport], None] | None = None,
+) -> dict[str, ConnectionReport]:
+    """Test every host, ``limit`` at a time; one host failing never stops the others, and each report is handed
+    to ``on_report`` as soon as it is known (a slow host holds up nobody's line)."""
     gate = asyncio.Semaphore(limit)
 
     async def one(executor: Executor) -> ConnectionReport:
         async with gate:
-            return await check_host(executor)
+            started = time.monotonic()
+            report = await check_host(executor)
+            report.seconds = time.monotonic() - started
+            if on_report is not None:
+                on_report(report)
+            return report
 
     reports = await asyncio.gather(*(one(e) for e in executors.values()))
     return {r.host: r for r in reports}

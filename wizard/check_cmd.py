@@ -1,0 +1,95 @@
+"""`roce-wizard check`: the connection test of the Hosts screen, headless: every host reachable, key accepted,
+sudo working, operating system named. Changes nothing on any host, so it is the first thing to run on a new rack
+(and in a cron job before a maintenance window)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+from wizard.conn_test import ConnectionReport, check_hosts
+from wizard.errors import EXIT_FAILED, EXIT_OK, UsageError
+
+
+def check_cmd(argv: list[str]) -> int:
+    from wizard.commands import _parser
+
+    p = _parser("check", "Test SSH, key and sudo on every host; read-only, nothing is changed.")
+    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
+    p.add_argument("--demo", action="store_true", help="the SIMULATED cluster")
+    p.add_argument("--host", action="append", default=[], help="host to test (repeatable; default: all)")
+    p.add_argument("--json", action="store_true", help="one JSON object per host on stdout")
+    p.add_argument("--limit", type=int, default=64, help="hosts tested at once (default 64)")
+    p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
+    p.add_argument("--state-dir", type=Path, help="where logs are kept (the command lines it ran, per host)")
+    args = p.parse_args(argv)
+    from wizard.answers import load_answers
+    from wizard.paths import example_answers
+
+    if args.answers is None and not args.demo:
+        raise UsageError("check needs --answers FILE (or --demo)")
+    if args.fault and not args.demo:
+        raise UsageError("--fault only applies to the simulated cluster (--demo)")
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
+    answers = load_answers(args.answers or example_answers())
+    names = [h.name for h in answers.hosts]
+    unknown = [h for h in args.host if h not in names]
+    if unknown:
+        raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
+    return asyncio.run(_check(args, answers, args.host or names))
+
+
+async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  # type: ignore[no-untyped-def]
+    from steps import all_steps
+    from wizard.events import EventBus
+    from wizard.session import demo_state_dir, open_session, production_targets, simulated_targets, sudo_password
+
+    password = sudo_password(answers, interactive=True)
+    if args.demo:
+        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)
+        sys.stderr.write("[simulated] SIMULATED CLUSTER: hosts run on 127.0.0.1; nothing real is contacted.\n")
+
+    async def with_targets(targets) -> int:  # type: ignore[no-untyped-def]
+        chosen = {name: targets[name] for name in hosts}
+        session = open_session(
+            answers, all_steps(), chosen, args.state_dir, EventBus(), simulated=args.demo, password=password
+        )
+        try:
+            reports = list((await check_hosts(session.executors, args.limit, lambda r: _print(r, args.json))).values())
+        finally:
+            await session.close()
+        bad = [r.host for r in reports if not r.ok]
+        sys.stderr.write(
+            f"{len(reports) - len(bad)} of {len(reports)} hosts ready"
+            + (f"; not ready: {', '.join(bad)}\n" if bad else "\n")
+        )
+        return EXIT_FAILED if bad else EXIT_OK
+
+    if args.demo:
+        async with simulated_targets(answers, args.fault, password, args.state_dir) as targets:
+            return await with_targets(targets)
+    return await with_targets(production_targets(answers, password))
+
+
+def _print(report: ConnectionReport, as_json: bool) -> None:
+    if as_json:
+        row = {
+            "host": report.host,
+            "ok": report.ok,
+            "reachable": report.reachable,
+            "authenticated": report.authenticated,
+            "sudo": report.sudo,
+            "os": report.os,
+            "problem": report.problem,
+            "seconds": round(report.seconds, 3),
+        }
+        sys.stdout.write(json.dumps(row) + "\n")
+    elif report.ok:
+        sys.stdout.write(f"{report.host}: ok - {report.os} ({report.seconds:.1f} s)\n")
+    else:
+        sys.stdout.write(f"{report.host}: FAILED - {report.problem}\n")
+    sys.stdout.flush()
