@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import posixpath
 import secrets
 import shlex
+import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -122,8 +124,7 @@ class SshExecutor:
                 t.name, f"no SSH answer from {t.address}:{t.port} within {t.connect_timeout_s:g}s"
             ) from None
         except (OSError, asyncssh.Error) as exc:
-            reason = getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-            raise HostUnreachable(t.name, f"cannot connect to {t.address}:{t.port}: {reason}") from None
+            raise HostUnreachable(t.name, f"cannot connect to {t.address}:{t.port}: {_connect_failure(exc)}") from None
         except asyncssh.KeyImportError as exc:
             raise AuthenticationFailed(t.name, f"cannot load identity file {t.identity_file}: {exc}") from None
 
@@ -363,3 +364,21 @@ class SshExecutor:
         result = await self.run(argv, sudo=True)
         if not result.ok:
             raise ConnectionLost(self.name, f"{what} failed: {result.first_error_line()}")
+
+
+# What a failed connect means, in the operator's terms (asyncio's own text is "Connect call failed (addr, port)").
+_CONNECT_ERRNO = {
+    errno.ECONNREFUSED: "connection refused: nothing listens on that port, or a firewall rejects it (is sshd running?)",
+    errno.EHOSTUNREACH: "no route to host: it is down, unplugged, or the address is wrong",
+    errno.ENETUNREACH: "network unreachable from this machine (check its routes to that address)",
+    errno.ECONNRESET: "connection reset while logging in (sshd's MaxStartups, or a firewall)",
+}
+
+
+def _connect_failure(exc: BaseException) -> str:
+    if isinstance(exc, socket.gaierror):
+        return f"cannot resolve the name ({exc.strerror or exc})"
+    known = _CONNECT_ERRNO.get(getattr(exc, "errno", None) or -1)
+    if known:
+        return known
+    return getattr(exc, "strerror", None) or getattr(exc, "reason", None) or str(exc) or type(exc).__name__

@@ -1,0 +1,234 @@
+"""Network-namespace hosts with real OpenSSH: the fast lab for connection faults and fan-out.
+
+Each host is a network namespace ``rw-hN`` with its own ``eth0`` plugged into a bridge in ``rw-sw`` (the switch),
+and its own ``sshd`` started under ``unshare --uts --mount``: its own hostname, a copy-on-write overlay over /etc
+(a user, sudo rules and /etc/hosts private to that host) and empty tmpfs homes. The test process reaches the hosts
+from the root namespace over the veth ``rw-up`` (10.77.0.1/16). A route ``unreachable 10.77.0.0/16`` with a high
+metric stays as a leak guard, so a lab address can never follow the default route out of the machine.
+
+Faults are made the way they happen on a rack: the switch port goes down (cable pulled), the listener dies, every
+process of the host dies (crash), a firewall rejects or drops SSH, packets are lost at random, sudo wants a password.
+Everything created carries the ``rw-`` prefix and is removed by :meth:`NsLab.down`, also after a crash of the test.
+Recipe and measurements: ../shared/reference/test-labs.md, section 1.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PREFIX = "rw-"
+SWITCH = f"{PREFIX}sw"
+UPLINK = f"{PREFIX}up"
+NETWORK = ipaddress.ip_network("10.77.0.0/16")
+GATEWAY = "10.77.0.1"
+USER = "ops"  # the login on every lab host; sudo without a password unless the host is made to ask for one
+SSHD = "/usr/sbin/sshd"
+TOOLS = ("ip", "unshare", "iptables", "sudo", "ssh-keygen")
+
+
+def missing_requirements() -> str | None:
+    """Why the lab cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, mounts)"
+    missing = [t for t in TOOLS if shutil.which(t) is None] + ([] if os.path.exists(SSHD) else ["sshd"])
+    if missing:
+        return f"missing {', '.join(missing)} (tests/install-lab-tools.sh installs them with apt)"
+    probe = subprocess.run(["ip", "netns", "add", f"{PREFIX}probe"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return f"cannot create network namespaces: {probe.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", f"{PREFIX}probe"], capture_output=True)
+    return None
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(list(argv), capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip() or result.returncode}")
+    return result
+
+
+@dataclass
+class NsHost:
+    index: int
+    name: str
+    address: str
+    workdir: Path
+
+    @property
+    def netns(self) -> str:
+        return f"{PREFIX}{self.name}"
+
+    @property
+    def switch_port(self) -> str:
+        return f"{PREFIX}p{self.index}"
+
+    @property
+    def etc_changes(self) -> Path:
+        """The overlay's upper directory: every file the host wrote under /etc."""
+        return self.workdir / "etc-up"
+
+    def ns(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return sh("ip", "netns", "exec", self.netns, *argv, check=check)
+
+    # -- faults -------------------------------------------------------------------------------------------------
+    def hang_command(self, command: str) -> Path:
+        """``command`` hangs on this host (first on PATH, also under sudo's secure_path) after touching the returned
+        marker, so a test can strike while the wizard waits for it."""
+        marker = self.workdir / "bin" / f".{command}.started"
+        marker.unlink(missing_ok=True)
+        wrapper = self.workdir / "bin" / command
+        wrapper.write_text(f"#!/bin/sh\ntouch {marker}\nexec sleep 600\n")
+        wrapper.chmod(0o755)
+        return marker
+
+    def release_command(self, command: str) -> None:
+        (self.workdir / "bin" / command).unlink(missing_ok=True)
+
+    def pull_cable(self) -> None:
+        sh("ip", "-n", SWITCH, "link", "set", self.switch_port, "down")
+
+    def plug_cable(self) -> None:
+        sh("ip", "-n", SWITCH, "link", "set", self.switch_port, "up")
+
+    def kill_listener(self) -> None:
+        """sshd stops listening: new connections are refused, open sessions live on (as on a real server)."""
+        pid = int((self.workdir / "sshd.pid").read_text())
+        os.kill(pid, signal.SIGTERM)
+
+    def crash(self) -> None:
+        """Every process of the host dies at once; its kernel (the namespace) closes their sockets."""
+        for pid in sh("ip", "netns", "pids", self.netns, check=False).stdout.split():
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def firewall(self, rule: str) -> None:
+        """``reject`` (RST), ``drop`` (a black hole) or ``loss=N`` (N % of packets dropped at random)."""
+        if rule == "reject":
+            spec = ["-p", "tcp", "--dport", "22", "-j", "REJECT", "--reject-with", "tcp-reset"]
+        elif rule == "drop":
+            spec = ["-p", "tcp", "--dport", "22", "-j", "DROP"]
+        elif rule.startswith("loss="):
+            share = int(rule.split("=", 1)[1]) / 100
+            spec = ["-m", "statistic", "--mode", "random", "--probability", f"{share:.2f}", "-j", "DROP"]
+        else:
+            raise ValueError(rule)
+        self.ns("iptables", "-A", "INPUT", *spec)
+
+    def clear_firewall(self) -> None:
+        self.ns("iptables", "-F", "INPUT")
+
+
+class NsLab:
+    """``n`` hosts named h1..hN; ``sudo_password`` names hosts whose sudo asks for a password (which ops lacks)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.hosts: list[NsHost] = []
+        self.key_file = workdir / "id_ed25519"
+        self.known_hosts = workdir / "known_hosts"
+
+    def up(self, n: int, sudo_password: set[str] | frozenset[str] = frozenset()) -> NsLab:
+        self.down()  # leftovers of a killed test run
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        Path("/run/sshd").mkdir(exist_ok=True)  # sshd's privilege separation directory
+        for key in (self.key_file, self.workdir / "hostkey"):
+            if not key.exists():
+                sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "roce-wizard-nslab", "-f", str(key))
+        shutil.copy(self.key_file.with_suffix(".pub"), self.workdir / "authorized_keys")
+        (self.workdir / "authorized_keys").chmod(0o644)
+        sh("ip", "netns", "add", SWITCH)
+        sh("ip", "-n", SWITCH, "link", "set", "lo", "up")
+        sh("ip", "-n", SWITCH, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", SWITCH, "link", "set", "br0", "up")
+        sh("ip", "route", "replace", "unreachable", str(NETWORK), "metric", "4000")
+        sh("ip", "link", "add", UPLINK, "type", "veth", "peer", "name", "up0", "netns", SWITCH)
+        sh("ip", "-n", SWITCH, "link", "set", "up0", "master", "br0", "up")
+        sh("ip", "addr", "add", f"{GATEWAY}/{NETWORK.prefixlen}", "dev", UPLINK)
+        sh("ip", "link", "set", UPLINK, "up")
+        host_key = (self.workdir / "hostkey.pub").read_text().split()
+        known = []
+        for index in range(1, n + 1):
+            host = self._start_host(index, sudo_password)
+            self.hosts.append(host)
+            known.append(f"{host.address} {host_key[0]} {host_key[1]}\n")
+        self.known_hosts.write_text("".join(known))
+        self._wait_listening()
+        return self
+
+    def _start_host(self, index: int, sudo_password: set[str] | frozenset[str]) -> NsHost:
+        name = f"h{index}"
+        address = str(NETWORK.network_address + 10 + index)
+        workdir = self.workdir / name
+        shutil.rmtree(workdir, ignore_errors=True)
+        for sub in ("etc-up", "etc-work", "bin"):
+            (workdir / sub).mkdir(parents=True)
+        (workdir / "bin").chmod(0o1777)  # the host's /usr/local/bin: tests drop wrappers in, wrappers leave markers
+        host = NsHost(index, name, address, workdir)
+        sh("ip", "netns", "add", host.netns)
+        sh("ip", "-n", SWITCH, "link", "add", host.switch_port, "type", "veth", "peer", "name", "eth0", "netns",
+           host.netns)  # fmt: skip
+        sh("ip", "-n", SWITCH, "link", "set", host.switch_port, "master", "br0", "up")
+        sh("ip", "-n", host.netns, "link", "set", "lo", "up")
+        sh("ip", "-n", host.netns, "addr", "add", f"{address}/{NETWORK.prefixlen}", "dev", "eth0")
+        sh("ip", "-n", host.netns, "link", "set", "eth0", "up")
+        (workdir / "sshd_config").write_text(
+            f"ListenAddress {address}\nPort 22\nHostKey {self.workdir / 'hostkey'}\nPidFile {workdir / 'sshd.pid'}\n"
+            f"AuthorizedKeysFile {self.workdir / 'authorized_keys'}\nPermitRootLogin no\nPasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nUseDNS no\nMaxStartups 200:30:400\n"
+            "Subsystem sftp internal-sftp\n"
+        )
+        sudo_rule = f"{USER} ALL=(ALL) ALL" if name in sudo_password else f"{USER} ALL=(ALL) NOPASSWD: ALL"
+        # Runs inside the host's own UTS and mount namespaces, so the user, the sudo rule and /etc/hosts exist only
+        # in this host's overlay; the machine's /etc is never written.
+        boot = (
+            f"hostname {name} && "
+            f"mount -t overlay {PREFIX}etc -o lowerdir=/etc,upperdir={workdir / 'etc-up'},"
+            f"workdir={workdir / 'etc-work'} /etc && "
+            "mount -t tmpfs -o size=16m,mode=755 rw-home /home && "
+            "mount -t tmpfs -o size=16m,mode=700 rw-root /root && "
+            f"mount --bind {workdir / 'bin'} /usr/local/bin && "
+            f"useradd -M -d /home/{USER} -s /bin/bash -p '*' {USER} && "
+            f"install -d -m 755 -o {USER} -g {USER} /home/{USER} && "
+            f"echo '{sudo_rule}' > /etc/sudoers.d/{USER} && chmod 440 /etc/sudoers.d/{USER} && "
+            f"echo '127.0.1.1 {name}' >> /etc/hosts && echo {name} > /etc/hostname && "
+            f"exec {SSHD} -f {workdir / 'sshd_config'}"
+        )
+        sh("ip", "netns", "exec", host.netns, "unshare", "--uts", "--mount", "--propagation", "private",
+           "sh", "-c", boot)  # fmt: skip
+        return host
+
+    def _wait_listening(self, timeout_s: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        for host in self.hosts:
+            while True:
+                probe = host.ns("bash", "-c", f"exec 3<>/dev/tcp/{host.address}/22", check=False)
+                if probe.returncode == 0:
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"sshd of {host.name} is not listening on {host.address}:22")
+                time.sleep(0.02)
+
+    def down(self) -> None:
+        """Kill every process left in the lab's namespaces, delete them, the uplink and the guard route."""
+        listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
+        for line in listed:
+            netns = line.split(" ")[0]
+            if netns.startswith(PREFIX) and (netns == SWITCH or netns[len(PREFIX) :].startswith("h")):
+                for pid in sh("ip", "netns", "pids", netns, check=False).stdout.split():
+                    try:
+                        os.kill(int(pid), signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+                sh("ip", "netns", "del", netns, check=False)
+        sh("ip", "link", "del", UPLINK, check=False)
+        sh("ip", "route", "del", "unreachable", str(NETWORK), "metric", "4000", check=False)
+        self.hosts = []
