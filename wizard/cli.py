@@ -59,8 +59,28 @@ def select_stages(only: str | None, from_stage: str | None) -> list[str]:
     return list(STAGE_IDS)
 
 
+def raise_open_file_limit(wanted: int = 65536) -> int:
+    """Each host holds an SSH socket and a log file for the whole run, so 1,000 hosts need over 2,000 descriptors;
+    many systems start processes with a soft limit of 1,024. Raise the soft limit towards the hard one (no privilege
+    needed) and return the limit in force."""
+    try:
+        import resource
+    except ImportError:  # not POSIX
+        return -1
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    raise_open_file_limit()
     try:
         if args and args[0] in SUBCOMMANDS:
             from wizard import commands

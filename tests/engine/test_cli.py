@@ -79,3 +79,17 @@ def test_parse_refuses_unrecognised_input_in_one_line() -> None:
 
 def test_parse_unknown_tool_is_a_usage_error() -> None:
     assert cli("parse", "nosuchtool", "-", stdin="").returncode == 2
+
+
+def test_the_open_file_limit_is_raised_for_large_clusters() -> None:
+    """A socket and a log file per host: 1,000 hosts do not fit in the common soft limit of 1,024 descriptors."""
+    script = (
+        "import resource; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1];"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard));"
+        "from wizard.cli import raise_open_file_limit;"
+        "got = raise_open_file_limit(); print(got, hard, resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    got, hard, soft = (int(x) for x in result.stdout.split())
+    assert got == soft
+    assert soft == min(65536, hard) if hard > 0 else soft == 65536
