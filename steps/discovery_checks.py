@@ -31,7 +31,9 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
             title="sudo",
             status="pass" if facts.sudo_ok else "fail",
             evidence="sudo works" if facts.sudo_ok else (facts.sudo_error or "refused"),
-            fix=None if facts.sudo_ok else "allow NOPASSWD sudo for the SSH user, or set ssh.sudo: password",
+            fix=None
+            if facts.sudo_ok or "NOPASSWD" in (facts.sudo_error or "")
+            else "allow NOPASSWD sudo for the SSH user, or set ssh.sudo: password",
         )
     )
     add(

@@ -36,7 +36,8 @@ def test_each_broken_host_gets_one_line_naming_what_to_fix(tmp_path: Path) -> No
     assert result.returncode == 1
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
     assert lines["server1"].startswith("FAILED - authentication refused for user 'ubuntu'")
-    assert lines["server2"].startswith("FAILED - sudo: a password is required") and "NOPASSWD" in lines["server2"]
+    assert lines["server2"].startswith("FAILED - sudo asks for a password (sudo: a password is required); ")
+    assert "configure NOPASSWD for this user" in lines["server2"]
     assert "0 of 2 hosts ready; not ready: server1, server2" in result.stderr
     assert "Traceback" not in result.stderr
 

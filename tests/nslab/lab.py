@@ -23,11 +23,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-PREFIX = "rw-"
-SWITCH = f"{PREFIX}sw"
-UPLINK = f"{PREFIX}up"
-NETWORK = ipaddress.ip_network("10.77.0.0/16")
-GATEWAY = "10.77.0.1"
+PREFIX = "rw-"  # the tests' lab; a benchmark runs its own beside it with another prefix and network
+NETWORK = "10.77.0.0/16"
 USER = "ops"  # the login on every lab host; sudo without a password unless the host is made to ask for one
 SSHD = "/usr/sbin/sshd"
 TOOLS = ("ip", "unshare", "iptables", "sudo", "ssh-keygen")
@@ -40,10 +37,10 @@ def missing_requirements() -> str | None:
     missing = [t for t in TOOLS if shutil.which(t) is None] + ([] if os.path.exists(SSHD) else ["sshd"])
     if missing:
         return f"missing {', '.join(missing)} (tests/install-lab-tools.sh installs them with apt)"
-    probe = subprocess.run(["ip", "netns", "add", f"{PREFIX}probe"], capture_output=True, text=True)
+    probe = subprocess.run(["ip", "netns", "add", f"{PREFIX}probe{os.getpid()}"], capture_output=True, text=True)
     if probe.returncode != 0:
         return f"cannot create network namespaces: {probe.stderr.strip()}"
-    subprocess.run(["ip", "netns", "del", f"{PREFIX}probe"], capture_output=True)
+    subprocess.run(["ip", "netns", "del", f"{PREFIX}probe{os.getpid()}"], capture_output=True)
     return None
 
 
@@ -60,14 +57,19 @@ class NsHost:
     name: str
     address: str
     workdir: Path
+    prefix: str = PREFIX
 
     @property
     def netns(self) -> str:
-        return f"{PREFIX}{self.name}"
+        return f"{self.prefix}{self.name}"
+
+    @property
+    def switch(self) -> str:
+        return f"{self.prefix}sw"
 
     @property
     def switch_port(self) -> str:
-        return f"{PREFIX}p{self.index}"
+        return f"{self.prefix}p{self.index}"
 
     @property
     def etc_changes(self) -> Path:
@@ -92,10 +94,10 @@ class NsHost:
         (self.workdir / "bin" / command).unlink(missing_ok=True)
 
     def pull_cable(self) -> None:
-        sh("ip", "-n", SWITCH, "link", "set", self.switch_port, "down")
+        sh("ip", "-n", self.switch, "link", "set", self.switch_port, "down")
 
     def plug_cable(self) -> None:
-        sh("ip", "-n", SWITCH, "link", "set", self.switch_port, "up")
+        sh("ip", "-n", self.switch, "link", "set", self.switch_port, "up")
 
     def kill_listener(self) -> None:
         """sshd stops listening: new connections are refused, open sessions live on (as on a real server)."""
@@ -130,8 +132,13 @@ class NsHost:
 class NsLab:
     """``n`` hosts named h1..hN; ``sudo_password`` names hosts whose sudo asks for a password (which ops lacks)."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, prefix: str = PREFIX, network: str = NETWORK) -> None:
         self.workdir = workdir
+        self.prefix = prefix
+        self.network = ipaddress.ip_network(network)
+        self.switch = f"{prefix}sw"
+        self.uplink = f"{prefix}up"
+        self.gateway = str(self.network.network_address + 1)
         self.hosts: list[NsHost] = []
         self.key_file = workdir / "id_ed25519"
         self.known_hosts = workdir / "known_hosts"
@@ -145,15 +152,15 @@ class NsLab:
                 sh("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "roce-wizard-nslab", "-f", str(key))
         shutil.copy(self.key_file.with_suffix(".pub"), self.workdir / "authorized_keys")
         (self.workdir / "authorized_keys").chmod(0o644)
-        sh("ip", "netns", "add", SWITCH)
-        sh("ip", "-n", SWITCH, "link", "set", "lo", "up")
-        sh("ip", "-n", SWITCH, "link", "add", "br0", "type", "bridge")
-        sh("ip", "-n", SWITCH, "link", "set", "br0", "up")
-        sh("ip", "route", "replace", "unreachable", str(NETWORK), "metric", "4000")
-        sh("ip", "link", "add", UPLINK, "type", "veth", "peer", "name", "up0", "netns", SWITCH)
-        sh("ip", "-n", SWITCH, "link", "set", "up0", "master", "br0", "up")
-        sh("ip", "addr", "add", f"{GATEWAY}/{NETWORK.prefixlen}", "dev", UPLINK)
-        sh("ip", "link", "set", UPLINK, "up")
+        sh("ip", "netns", "add", self.switch)
+        sh("ip", "-n", self.switch, "link", "set", "lo", "up")
+        sh("ip", "-n", self.switch, "link", "add", "br0", "type", "bridge")
+        sh("ip", "-n", self.switch, "link", "set", "br0", "up")
+        sh("ip", "route", "replace", "unreachable", str(self.network), "metric", "4000")
+        sh("ip", "link", "add", self.uplink, "type", "veth", "peer", "name", "up0", "netns", self.switch)
+        sh("ip", "-n", self.switch, "link", "set", "up0", "master", "br0", "up")
+        sh("ip", "addr", "add", f"{self.gateway}/{self.network.prefixlen}", "dev", self.uplink)
+        sh("ip", "link", "set", self.uplink, "up")
         host_key = (self.workdir / "hostkey.pub").read_text().split()
         known = []
         for index in range(1, n + 1):
@@ -166,19 +173,19 @@ class NsLab:
 
     def _start_host(self, index: int, sudo_password: set[str] | frozenset[str]) -> NsHost:
         name = f"h{index}"
-        address = str(NETWORK.network_address + 10 + index)
+        address = str(self.network.network_address + 10 + index)
         workdir = self.workdir / name
         shutil.rmtree(workdir, ignore_errors=True)
         for sub in ("etc-up", "etc-work", "bin"):
             (workdir / sub).mkdir(parents=True)
         (workdir / "bin").chmod(0o1777)  # the host's /usr/local/bin: tests drop wrappers in, wrappers leave markers
-        host = NsHost(index, name, address, workdir)
+        host = NsHost(index, name, address, workdir, self.prefix)
         sh("ip", "netns", "add", host.netns)
-        sh("ip", "-n", SWITCH, "link", "add", host.switch_port, "type", "veth", "peer", "name", "eth0", "netns",
+        sh("ip", "-n", self.switch, "link", "add", host.switch_port, "type", "veth", "peer", "name", "eth0", "netns",
            host.netns)  # fmt: skip
-        sh("ip", "-n", SWITCH, "link", "set", host.switch_port, "master", "br0", "up")
+        sh("ip", "-n", self.switch, "link", "set", host.switch_port, "master", "br0", "up")
         sh("ip", "-n", host.netns, "link", "set", "lo", "up")
-        sh("ip", "-n", host.netns, "addr", "add", f"{address}/{NETWORK.prefixlen}", "dev", "eth0")
+        sh("ip", "-n", host.netns, "addr", "add", f"{address}/{self.network.prefixlen}", "dev", "eth0")
         sh("ip", "-n", host.netns, "link", "set", "eth0", "up")
         (workdir / "sshd_config").write_text(
             f"ListenAddress {address}\nPort 22\nHostKey {self.workdir / 'hostkey'}\nPidFile {workdir / 'sshd.pid'}\n"
@@ -191,7 +198,7 @@ class NsLab:
         # in this host's overlay; the machine's /etc is never written.
         boot = (
             f"hostname {name} && "
-            f"mount -t overlay {PREFIX}etc -o lowerdir=/etc,upperdir={workdir / 'etc-up'},"
+            f"mount -t overlay {self.prefix}etc -o lowerdir=/etc,upperdir={workdir / 'etc-up'},"
             f"workdir={workdir / 'etc-work'} /etc && "
             "mount -t tmpfs -o size=16m,mode=755 rw-home /home && "
             "mount -t tmpfs -o size=16m,mode=700 rw-root /root && "
@@ -222,13 +229,13 @@ class NsLab:
         listed = sh("ip", "netns", "list", check=False).stdout.split("\n")
         for line in listed:
             netns = line.split(" ")[0]
-            if netns.startswith(PREFIX) and (netns == SWITCH or netns[len(PREFIX) :].startswith("h")):
+            if netns.startswith(self.prefix) and (netns == self.switch or netns[len(self.prefix) :].startswith("h")):
                 for pid in sh("ip", "netns", "pids", netns, check=False).stdout.split():
                     try:
                         os.kill(int(pid), signal.SIGKILL)
                     except ProcessLookupError:
                         pass
                 sh("ip", "netns", "del", netns, check=False)
-        sh("ip", "link", "del", UPLINK, check=False)
-        sh("ip", "route", "del", "unreachable", str(NETWORK), "metric", "4000", check=False)
+        sh("ip", "link", "del", self.uplink, check=False)
+        sh("ip", "route", "del", "unreachable", str(self.network), "metric", "4000", check=False)
         self.hosts = []

@@ -32,8 +32,8 @@ from wizard.executors.base import (
 )
 
 _SUDO_PASSWORD_HINT = (
-    "sudo needs a password: configure NOPASSWD for this user, or set ssh.sudo: password and provide it via "
-    "$ROCE_WIZARD_SUDO_PASSWORD or the prompt"
+    "configure NOPASSWD for this user, or set ssh.sudo: password and provide it via $ROCE_WIZARD_SUDO_PASSWORD "
+    "or the prompt"
 )
 
 
@@ -249,7 +249,10 @@ class SshExecutor:
             self._sudo_mode = "nopasswd"
             return self._sudo_mode
         if not self.target.sudo_password:
-            raise SudoRefused(self.name, f"{probe.first_error_line()}; {_SUDO_PASSWORD_HINT}")
+            reason = probe.first_error_line()
+            if "password" in reason:
+                raise SudoRefused(self.name, f"sudo asks for a password ({reason}); {_SUDO_PASSWORD_HINT}")
+            raise SudoRefused(self.name, f"sudo -n true failed: {reason}")
         check = await self._exec(
             "sudo -S true", "sudo -k -S -p '' -- true", self.target.sudo_password + "\n", 30.0, None
         )
