@@ -4,7 +4,7 @@ The hosts are the namespace lab's (tests/nslab/lab.py: one sshd per network name
 prefix ``rb-`` and network 10.79.0.0/16, so a test lab can run beside it). Each tool does the same work on every host
 from a cold start: connect, authenticate with the key, run ``cat /etc/os-release`` and ``sudo -n true``, with the
 same number of hosts at once. Reported per tool: wall time of the whole command, hosts that succeeded, and the peak
-memory of the tool's whole process tree (sampled from /proc every 20 ms; Ansible forks one worker per host at once).
+memory of the tool's whole process tree (sampled from /proc every 100 ms; Ansible forks one worker per host at once).
 
     python bench/fanout.py --hosts 100 --parallel 64 [--tools wizard,pssh,ansible] [--repeat 3]
 
@@ -76,7 +76,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, 
 
     def sample() -> None:
         nonlocal peak
-        while not stop.wait(0.02):
+        while not stop.wait(0.1):
             peak = max(peak, tree_rss_kib(process.pid))
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -59,7 +59,10 @@ async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  #
             answers, all_steps(), chosen, args.state_dir, EventBus(), simulated=args.demo, password=password
         )
         try:
-            reports = list((await check_hosts(session.executors, args.limit, lambda r: _print(r, args.json))).values())
+            found = await check_hosts(
+                session.executors, args.limit, lambda report: _print(report, args.json), close_after=True
+            )
+            reports = list(found.values())
         finally:
             await session.close()
         bad = [r.host for r in reports if not r.ok]

@@ -15,6 +15,7 @@ Recipe and measurements: ../shared/reference/test-labs.md, section 1.
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import shutil
 import signal
@@ -49,6 +50,11 @@ def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     if check and result.returncode != 0:
         raise RuntimeError(f"{' '.join(argv)}: {result.stderr.strip() or result.returncode}")
     return result
+
+
+def _mac(netns: str | None, device: str) -> str:
+    where = ["-n", netns] if netns else []
+    return json.loads(sh("ip", *where, "-j", "link", "show", "dev", device).stdout)[0]["address"]
 
 
 @dataclass
@@ -143,6 +149,13 @@ class NsLab:
         self.key_file = workdir / "id_ed25519"
         self.known_hosts = workdir / "known_hosts"
 
+    # Above this many hosts the neighbour (ARP) entries are made permanent: the kernel's ARP table is shared by all
+    # namespaces and holds 1,024 dynamic entries by default (net.ipv4.neigh.default.gc_thresh3), and every host
+    # adds two (its own for the gateway, the gateway's for it); past 512 hosts new connections stall with
+    # "neighbor table overflow". Permanent entries do not count. Smaller labs keep real ARP, so a pulled cable
+    # there gives the "no route to host" a real LAN gives.
+    STATIC_ARP_ABOVE = 200
+
     def up(self, n: int, sudo_password: set[str] | frozenset[str] = frozenset()) -> NsLab:
         self.down()  # leftovers of a killed test run
         self.workdir.mkdir(parents=True, exist_ok=True)
@@ -163,8 +176,14 @@ class NsLab:
         sh("ip", "link", "set", self.uplink, "up")
         host_key = (self.workdir / "hostkey.pub").read_text().split()
         known = []
+        uplink_mac = _mac(None, self.uplink) if n > self.STATIC_ARP_ABOVE else None
         for index in range(1, n + 1):
             host = self._start_host(index, sudo_password)
+            if uplink_mac:
+                sh("ip", "neigh", "replace", host.address, "lladdr", _mac(host.netns, "eth0"), "dev", self.uplink,
+                   "nud", "permanent")  # fmt: skip
+                sh("ip", "-n", host.netns, "neigh", "replace", self.gateway, "lladdr", uplink_mac, "dev", "eth0",
+                   "nud", "permanent")  # fmt: skip
             self.hosts.append(host)
             known.append(f"{host.address} {host_key[0]} {host_key[1]}\n")
         self.known_hosts.write_text("".join(known))

@@ -93,6 +93,10 @@ class Executor(Protocol):
         on_line: LineCallback | None = None,
     ) -> CommandResult: ...
 
+    async def ensure_sudo(self) -> None:
+        """Prove sudo works for the login (once per connection); raises SudoRefused saying what to fix."""
+        ...
+
     async def read_file(self, path: str, *, sudo: bool = False) -> str | None: ...
 
     async def write_file(

@@ -241,6 +241,9 @@ class SshExecutor:
         # -k makes sudo ask every time, so the password line is always consumed and never reaches the command.
         return shlex.join(["sudo", "-k", "-S", "-p", "", "--", *inner]), password + "\n" + (input or "")
 
+    async def ensure_sudo(self) -> None:
+        await self._sudo_mode_for_host()
+
     async def _sudo_mode_for_host(self) -> str:
         if self._sudo_mode is not None:
             return self._sudo_mode
