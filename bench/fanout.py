@@ -6,7 +6,10 @@ from a cold start: connect, authenticate with the key, run ``cat /etc/os-release
 same number of hosts at once. Reported per tool: wall time of the whole command, hosts that succeeded, and the peak
 memory of the tool's whole process tree (sampled from /proc every 100 ms; Ansible forks one worker per host at once).
 
-    python bench/fanout.py --hosts 100 --parallel 64 [--tools wizard,pssh,ansible] [--repeat 3]
+    python bench/fanout.py --hosts 100 --parallel 64 [--tools wizard,pssh,ansible,wizard-discovery] [--repeat 3]
+
+``wizard-discovery`` is not a comparison: it runs roce-wizard's headless discovery stage (the whole engine) on the
+same hosts.
 
 Needs root (namespaces). parallel-ssh and Ansible come from `pip install -r bench/requirements.txt`; a tool that is
 not installed is reported as such. Host keys: roce-wizard and Ansible check them against the lab's known_hosts;
@@ -90,7 +93,7 @@ def measure(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, 
     return wall, peak, out
 
 
-def run_wizard(lab: NsLab, work: Path, parallel: int) -> tuple[float, int, int]:
+def wizard_answers(lab: NsLab, work: Path, parallel: int) -> Path:
     answers = work / "answers.yaml"
     answers.write_text(
         yaml.safe_dump(
@@ -105,15 +108,30 @@ def run_wizard(lab: NsLab, work: Path, parallel: int) -> tuple[float, int, int]:
                     "max_parallel_hosts": parallel,
                 },
                 "hosts": [{"name": h.name, "address": h.address} for h in lab.hosts],
+                "inference": {"enabled": False},
             }
         )
     )
-    state = work / "state"
-    shutil.rmtree(state, ignore_errors=True)
+    return answers
+
+
+def run_wizard(lab: NsLab, work: Path, parallel: int) -> tuple[float, int, int]:
+    answers = wizard_answers(lab, work, parallel)
     argv = [sys.executable, "-m", "wizard", "check", "--answers", str(answers), "--json", "--limit", str(parallel)]
-    wall, peak, out = measure([*argv, "--state-dir", str(state)])
+    wall, peak, out = measure([*argv, "--state-dir", str(work / "state")])
     ok = sum(1 for line in out.splitlines() if json.loads(line)["ok"])
     return wall, peak, ok
+
+
+def run_wizard_discovery(lab: NsLab, work: Path, parallel: int) -> tuple[float, int, int]:
+    """The whole headless engine: discovery's ~30 probes per host, state saved after every command, a log per host,
+    every output line as a JSON event on stdout. "ok" counts hosts whose facts were saved (namespace hosts then fail
+    discovery's ConnectX check: they have no cards)."""
+    answers = wizard_answers(lab, work, parallel)
+    state = work / "state"
+    argv = [sys.executable, "-m", "wizard", "--answers", str(answers), "--only", "discovery", "--json"]
+    wall, peak, _ = measure([*argv, "--state-dir", str(state)])
+    return wall, peak, len(list((state / "facts").glob("*.json")))
 
 
 def run_pssh(lab: NsLab, work: Path, parallel: int) -> tuple[float, int, int]:
@@ -144,12 +162,14 @@ def run_ansible(lab: NsLab, work: Path, parallel: int) -> tuple[float, int, int]
 def installed(tool: str) -> bool:
     if tool == "pssh":
         return subprocess.run([sys.executable, "-c", "import pssh.clients"], capture_output=True).returncode == 0
+    if tool not in RUNNERS:
+        raise SystemExit(f"unknown tool {tool!r}: {', '.join(RUNNERS)}")
     if tool == "ansible":
         return bool(shutil.which("ansible") or Path(sys.executable).with_name("ansible").exists())
     return True
 
 
-RUNNERS = {"wizard": run_wizard, "pssh": run_pssh, "ansible": run_ansible}
+RUNNERS = {"wizard": run_wizard, "pssh": run_pssh, "ansible": run_ansible, "wizard-discovery": run_wizard_discovery}
 
 
 def main() -> int:
@@ -169,10 +189,10 @@ def main() -> int:
     print(f"{args.hosts} hosts up in {time.perf_counter() - started:.1f} s; {args.parallel} at once; "
           f"{args.repeat} runs each; remote: {REMOTE}")  # fmt: skip
     try:
-        print(f"{'tool':<8} {'wall s (median, min-max)':<26} {'ok hosts':<9} peak RSS MiB (median)")
+        print(f"{'tool':<16} {'wall s (median, min-max)':<26} {'ok hosts':<9} peak RSS MiB (median)")
         for tool in args.tools.split(","):
             if not installed(tool):
-                print(f"{tool:<8} not installed (pip install -r bench/requirements.txt)")
+                print(f"{tool:<16} not installed (pip install -r bench/requirements.txt)")
                 continue
             walls, peaks, oks = [], [], []
             for _ in range(args.repeat):
@@ -182,7 +202,7 @@ def main() -> int:
                 peaks.append(peak)
                 oks.append(ok)
             span = f"{statistics.median(walls):.2f} ({min(walls):.2f}-{max(walls):.2f})"
-            print(f"{tool:<8} {span:<26} {min(oks):<9} {statistics.median(peaks) / 1024:.0f}")
+            print(f"{tool:<16} {span:<26} {min(oks):<9} {statistics.median(peaks) / 1024:.0f}", flush=True)
     finally:
         lab.down()
     return 0

@@ -87,17 +87,24 @@ class NsHost:
 
     # -- faults -------------------------------------------------------------------------------------------------
     def hang_command(self, command: str) -> Path:
-        """``command`` hangs on this host (first on PATH, also under sudo's secure_path) after touching the returned
-        marker, so a test can strike while the wizard waits for it."""
+        """``command`` hangs on this host (first on PATH, also under sudo's secure_path) after writing its PID to the
+        returned marker, so a test can strike while the wizard waits for it."""
         marker = self.workdir / "bin" / f".{command}.started"
         marker.unlink(missing_ok=True)
         wrapper = self.workdir / "bin" / command
-        wrapper.write_text(f"#!/bin/sh\ntouch {marker}\nexec sleep 600\n")
+        wrapper.write_text(f"#!/bin/sh\necho $$ > {marker}.tmp && mv {marker}.tmp {marker}\nexec sleep 600\n")
         wrapper.chmod(0o755)
         return marker
 
     def release_command(self, command: str) -> None:
+        """Later calls run the real command; a call hanging now returns (its sleep is ended)."""
         (self.workdir / "bin" / command).unlink(missing_ok=True)
+        marker = self.workdir / "bin" / f".{command}.started"
+        if marker.exists():
+            try:
+                os.kill(int(marker.read_text()), signal.SIGTERM)
+            except (ProcessLookupError, ValueError):
+                pass
 
     def pull_cable(self) -> None:
         sh("ip", "-n", self.switch, "link", "set", self.switch_port, "down")

@@ -26,7 +26,7 @@ def test_check_names_each_broken_host_and_passes_the_rest(ns_cluster: NsCluster,
     ns_cluster.host("h2").kill_listener()
     ns_cluster.host("h3").firewall("drop")
     ns_cluster.host("h5").firewall("reject")
-    ns_cluster.host("h6").firewall("loss=20")
+    ns_cluster.host("h6").firewall("loss=10")
     ns_cluster.host("h7").pull_cable()
     answers = ns_cluster.answers(host_extra={"h1": {"identity_file": str(other_key)}})
 
@@ -42,7 +42,7 @@ def test_check_names_each_broken_host_and_passes_the_rest(ns_cluster: NsCluster,
     assert rows["h4"]["authenticated"] and not rows["h4"]["sudo"]
     assert "a password is required" in rows["h4"]["problem"] and "NOPASSWD" in rows["h4"]["problem"]
     assert rows["h5"]["problem"].startswith("cannot connect to 10.77.0.15:22: connection refused")
-    assert rows["h6"]["ok"], rows["h6"]  # 20 % loss: slower, but TCP gets it there
+    assert rows["h6"]["ok"], rows["h6"]  # 10 % loss: slower, but TCP gets it there
     assert rows["h6"]["os"].startswith("Debian GNU/Linux")
     # A pulled cable on a LAN: ARP gets no answer, so the kernel says "no route to host" (a routed host would time out).
     assert rows["h7"]["problem"].startswith("cannot connect to 10.77.0.17:22: no route to host"), rows["h7"]
@@ -112,9 +112,7 @@ def test_an_open_session_survives_its_listener_dying(ns_cluster: NsCluster) -> N
 
     def kill_listener_then_let_the_command_finish() -> None:
         h1.kill_listener()
-        h1.release_command("lspci")
-        # the running wrapper sleeps on; end it so the command returns (as a slow probe would, eventually)
-        h1.ns("pkill", "-f", "sleep 600", check=False)
+        h1.release_command("lspci")  # the slow probe returns, over the session opened before the listener died
 
     result = ns_cluster.strike_when(
         started, ["--answers", str(answers), "--only", "discovery", "--json"], kill_listener_then_let_the_command_finish
