@@ -12,6 +12,7 @@ from pathlib import Path
 
 from wizard.conn_test import ConnectionReport, check_hosts
 from wizard.errors import EXIT_FAILED, EXIT_OK, UsageError
+from wizard.session import chosen_hosts, command_session, sudo_password
 
 
 def check_cmd(argv: list[str]) -> int:
@@ -36,46 +37,27 @@ def check_cmd(argv: list[str]) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
     answers = load_answers(args.answers or example_answers())
-    names = [h.name for h in answers.hosts]
-    unknown = [h for h in args.host if h not in names]
-    if unknown:
-        raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
-    return asyncio.run(_check(args, answers, args.host or names))
+    return asyncio.run(_check(args, answers, chosen_hosts(answers, args.host)))
 
 
 async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  # type: ignore[no-untyped-def]
     from steps import all_steps
-    from wizard.events import EventBus
-    from wizard.session import demo_state_dir, open_session, production_targets, simulated_targets, sudo_password
 
     password = sudo_password(answers, interactive=True)
     if args.demo:
-        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)
         sys.stderr.write("[simulated] SIMULATED CLUSTER: hosts run on 127.0.0.1; nothing real is contacted.\n")
-
-    async def with_targets(targets) -> int:  # type: ignore[no-untyped-def]
-        chosen = {name: targets[name] for name in hosts}
-        session = open_session(
-            answers, all_steps(), chosen, args.state_dir, EventBus(), simulated=args.demo, password=password
+    async with command_session(
+        answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password,
+        hosts=hosts,
+    ) as session:  # fmt: skip
+        found = await check_hosts(
+            session.executors, args.limit, lambda report: _print(report, args.json), close_after=True
         )
-        try:
-            found = await check_hosts(
-                session.executors, args.limit, lambda report: _print(report, args.json), close_after=True
-            )
-            reports = list(found.values())
-        finally:
-            await session.close()
-        bad = [r.host for r in reports if not r.ok]
-        sys.stderr.write(
-            f"{len(reports) - len(bad)} of {len(reports)} hosts ready"
-            + (f"; not ready: {', '.join(bad)}\n" if bad else "\n")
-        )
-        return EXIT_FAILED if bad else EXIT_OK
-
-    if args.demo:
-        async with simulated_targets(answers, args.fault, password, args.state_dir) as targets:
-            return await with_targets(targets)
-    return await with_targets(production_targets(answers, password))
+    bad = [r.host for r in found.values() if not r.ok]
+    sys.stderr.write(
+        f"{len(found) - len(bad)} of {len(found)} hosts ready" + (f"; not ready: {', '.join(bad)}\n" if bad else "\n")
+    )
+    return EXIT_FAILED if bad else EXIT_OK
 
 
 def _print(report: ConnectionReport, as_json: bool) -> None:

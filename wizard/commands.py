@@ -64,34 +64,20 @@ def plan_cmd(argv: list[str]) -> int:
 
 async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  # type: ignore[no-untyped-def]
     from steps import all_steps
-    from wizard.events import EventBus
     from wizard.plan_export import print_plans, write_plan_dir
-    from wizard.session import open_session, production_targets, simulated_targets, sudo_password
+    from wizard.session import command_session, sudo_password
 
     password = sudo_password(answers, interactive=True)
-
-    async def with_targets(targets) -> int:  # type: ignore[no-untyped-def]
-        session = open_session(
-            answers, all_steps(), targets, args.state_dir, EventBus(), simulated=args.demo, password=password
-        )
-        try:
-            outcomes = await session.runner.plan_all(stages)
-        finally:
-            await session.close()
-        failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
-        print_plans(outcomes, failures, as_json=args.json, simulated=args.demo)
-        if args.out:
-            write_plan_dir(args.out, outcomes, simulated=args.demo)
-            sys.stderr.write(f"roce-wizard: plan written to {args.out}/<host>/\n")
-        return 1 if failures else EXIT_OK
-
-    if args.demo:
-        from wizard.session import demo_state_dir
-
-        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)
-        async with simulated_targets(answers, args.fault, password, args.state_dir) as targets:
-            return await with_targets(targets)
-    return await with_targets(production_targets(answers, password))
+    async with command_session(
+        answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password
+    ) as session:
+        outcomes = await session.runner.plan_all(stages)
+    failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
+    print_plans(outcomes, failures, as_json=args.json, simulated=args.demo)
+    if args.out:
+        write_plan_dir(args.out, outcomes, simulated=args.demo)
+        sys.stderr.write(f"roce-wizard: plan written to {args.out}/<host>/\n")
+    return 1 if failures else EXIT_OK
 
 
 def _failures(session, outcome) -> dict[str, str]:  # type: ignore[no-untyped-def]
@@ -186,51 +172,36 @@ def rollback_cmd(argv: list[str]) -> int:
 
     if args.answers is None and not args.demo:
         raise UsageError("rollback needs --answers FILE (or --demo)")
+    from wizard.session import chosen_hosts
+
     answers = load_answers(args.answers or example_answers())
-    names = [h.name for h in answers.hosts]
-    unknown = [h for h in args.host if h not in names]
-    if unknown:
-        raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
     stages = [s for s in reversed(STAGE_IDS) if not args.stage or s in args.stage]
-    return asyncio.run(_rollback(args, answers, args.host or names, stages))
+    return asyncio.run(_rollback(args, answers, chosen_hosts(answers, args.host), stages))
 
 
 async def _rollback(args: argparse.Namespace, answers, hosts: list[str], stages: list[str]) -> int:  # type: ignore[no-untyped-def]
     from steps import all_steps
-    from wizard.events import EventBus
     from wizard.rollback import roll_back, rollback_plans
-    from wizard.session import demo_state_dir, open_session, production_targets, simulated_targets, sudo_password
+    from wizard.session import command_session, sudo_password
 
     password = sudo_password(answers, interactive=True)
-    if args.demo:
-        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)
-
-    async def with_targets(targets) -> int:  # type: ignore[no-untyped-def]
-        session = open_session(
-            answers, all_steps(), targets, args.state_dir, EventBus(), simulated=args.demo, password=password
-        )
-        failed = 0
-        try:
-            for host, change in rollback_plans(session.store, hosts, stages).items():
-                if change is None:
-                    print(f"{host}: nothing to roll back for {', '.join(stages)}")
-                    continue
-                print(f"{host}: {change.summary}")
-                for command in change.commands:
-                    print(f"    $ {command.shell()}")
-            if args.yes:
-                for outcome in await roll_back(session.store, session.executors, hosts, stages):
-                    failed += outcome.status == "failed"
-                    if outcome.status != "nothing":
-                        print(f"{outcome.host}: {outcome.detail}")
-        finally:
-            await session.close()
-        if not args.yes:
-            sys.stderr.write("roce-wizard rollback: nothing done; add --yes to roll back as shown\n")
-            return 1
-        return 1 if failed else EXIT_OK
-
-    if args.demo:
-        async with simulated_targets(answers, [], password, args.state_dir) as targets:
-            return await with_targets(targets)
-    return await with_targets(production_targets(answers, password))
+    failed = 0
+    async with command_session(
+        answers, all_steps(), demo=args.demo, faults=[], state_dir=args.state_dir, password=password
+    ) as session:
+        for host, change in rollback_plans(session.store, hosts, stages).items():
+            if change is None:
+                print(f"{host}: nothing to roll back for {', '.join(stages)}")
+                continue
+            print(f"{host}: {change.summary}")
+            for command in change.commands:
+                print(f"    $ {command.shell()}")
+        if args.yes:
+            for outcome in await roll_back(session.store, session.executors, hosts, stages):
+                failed += outcome.status == "failed"
+                if outcome.status != "nothing":
+                    print(f"{outcome.host}: {outcome.detail}")
+    if not args.yes:
+        sys.stderr.write("roce-wizard rollback: nothing done; add --yes to roll back as shown\n")
+        return 1
+    return 1 if failed else EXIT_OK

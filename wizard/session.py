@@ -165,3 +165,42 @@ def open_session(
     for name, target in targets.items():
         executors[name] = SshExecutor(target, listener=runner)
     return Session(answers, runner, store, executors, logs, simulated)
+
+
+def chosen_hosts(answers: Answers, wanted: Sequence[str]) -> list[str]:
+    """``--host`` values checked against the answers (all hosts when none is named)."""
+    names = [h.name for h in answers.hosts]
+    unknown = [h for h in wanted if h not in names]
+    if unknown:
+        raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
+    return list(wanted) or names
+
+
+@contextlib.asynccontextmanager
+async def command_session(
+    answers: Answers,
+    steps: Sequence[Step],
+    *,
+    demo: bool,
+    faults: Sequence[str],
+    state_dir: Path | None,
+    password: str | None,
+    hosts: Sequence[str] | None = None,
+    bus: EventBus | None = None,
+) -> AsyncIterator[Session]:
+    """The session a one-off command (plan, check, rollback) works in: the simulated cluster with ``demo`` (its
+    state kept where the demo keeps it), the real hosts otherwise; only ``hosts`` get executors when given.
+    Connections and logs are closed on the way out."""
+    async with contextlib.AsyncExitStack() as stack:
+        if demo:
+            state_dir = demo_state_dir(answers, state_dir, reset=False)
+            targets = await stack.enter_async_context(simulated_targets(answers, faults, password, state_dir))
+        else:
+            targets = production_targets(answers, password)
+        if hosts is not None:
+            targets = {name: targets[name] for name in hosts}
+        session = open_session(answers, steps, targets, state_dir, bus or EventBus(), simulated=demo, password=password)
+        try:
+            yield session
+        finally:
+            await session.close()
