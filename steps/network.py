@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from steps import network_predict
 from steps.discovery_facts import DiscoveryFacts
 from steps.network_cabling import new_probe_id, probe_host, ring_peer
 from steps.network_checks import host_checks, live_differences
@@ -13,8 +14,10 @@ from steps.network_facts import NETPLAN_PATH, SYSCTL_PATH, NetworkFacts, probe_n
 from steps.network_merge import review_other_files
 from steps.network_notes import fabric_notes, gpu_notes
 from steps.network_render import netplan_yaml, sysctl_conf, wanted_sysctls
+from steps.network_renderer import choose, wait_online_check
 from steps.network_wiring import Cluster, cabling_checks
 from wizard.executors.base import Executor
+from wizard.predict import Prediction
 from wizard.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, Impact, ProbeContext, RemoteCommand, Step
 
 
@@ -29,6 +32,10 @@ class Network(Step):
         facts = await probe_network(ctx.executor)
         return facts.model_dump(mode="json")
 
+    def predict(self, view: ClusterView, host: str, plan: HostPlan) -> Prediction | None:
+        loaded = _load(view, host)
+        return None if isinstance(loaded, str) else network_predict.predict(view, host, plan, loaded[2])
+
     def plan(self, view: ClusterView, host: str) -> HostPlan:
         plan = HostPlan(stage=self.id, host=host)
         loaded = _load(view, host)
@@ -37,9 +44,18 @@ class Network(Step):
             return plan
         disc, net, d = loaded
         mtu = view.answers.network.mtu
-        content = netplan_yaml(d, mtu)
+        renderer, renderer_why = _renderer(disc, net, d)
+        content = netplan_yaml(d, mtu, renderer)
         merge_notes, merge_blockers = review_other_files(d, net.netplan_others, content)
         plan.notes += fabric_notes(view.answers, d) + gpu_notes(disc, d.endpoints) + d.notes + merge_notes
+        if d.endpoints:
+            plan.notes.append(
+                f"renderer {renderer} on every rail, written per interface ({renderer_why}); rails are optional: "
+                "true, so a rail whose peer is off never holds the boot at network-online.target"
+            )
+            waiting = wait_online_check(d, net.model_copy(update={"netplan_file": content}), NETPLAN_PATH)
+            if waiting.status != "pass":
+                plan.notes.append(f"{waiting.evidence}; {waiting.fix}")
         plan.blockers += d.blockers + merge_blockers
         if plan.blockers or not d.endpoints:
             if not plan.blockers:
@@ -106,7 +122,8 @@ class Network(Step):
             return [CheckItem(id="design", title="network design", status="fail", evidence="; ".join(d.blockers))]
         mtu = view.answers.network.mtu
         sysctl = sysctl_conf(d.sysctl_netdevs) if _sysctls_wanted(view, d) else None
-        return host_checks(d, net, mtu, netplan_yaml(d, mtu), sysctl)
+        netplan = netplan_yaml(d, mtu, _renderer(disc, net, d)[0])
+        return host_checks(d, net, mtu, netplan, sysctl) + [wait_online_check(d, net, NETPLAN_PATH)]
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         result: dict[str, list[CheckItem]] = {}
@@ -152,6 +169,12 @@ def _load(view: ClusterView, host: str) -> tuple[DiscoveryFacts, NetworkFacts, D
     disc = DiscoveryFacts.model_validate(raw_disc)
     net = NetworkFacts.model_validate({k: v for k, v in raw_net.items() if k != "cluster"})
     return disc, net, design(view.answers, host, disc, net)
+
+
+def _renderer(disc: DiscoveryFacts, net: NetworkFacts, d: Design) -> tuple[str, str]:
+    """The host's own netplan renderer for the rails, and why (steps/network_renderer.py)."""
+    policy = any(e.table is not None for e in d.endpoints)
+    return choose(net.netplan_others, net.nm_active, net.networkd_active, disc.packages.get("netplan.io"), policy)
 
 
 def _clusters(view: ClusterView) -> list[Cluster]:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from steps import ofed_facts as of
+from steps import ofed_predict
 from steps.discovery import Discovery
 from steps.discovery_facts import DiscoveryFacts, try_parse
 from steps.ofed_checks import build_checks
 from steps.ofed_plan import build_plan
 from steps.ofed_repo import KEYRINGS, MANAGED_FILES
 from wizard.executors.base import Executor
+from wizard.predict import Prediction
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 UNINSTALL_SCRIPT = "/usr/sbin/ofed_uninstall.sh"
@@ -94,6 +96,9 @@ class Ofed(Step):
         if disc is None or facts is None:
             return HostPlan(stage=self.id, host=host, blockers=[f"{host}: no discovery facts; run stage discovery"])
         return build_plan(self.id, host, view.answers.ofed, disc, facts)
+
+    def predict(self, view: ClusterView, host: str, plan: HostPlan) -> Prediction | None:
+        return ofed_predict.predict(view, host, plan)
 
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
         disc, facts = _facts(view, host)

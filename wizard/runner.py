@@ -13,6 +13,7 @@ from wizard.apply import BACKUP_ROOT, Guard, StepFailed, apply_change
 from wizard.events import EventBus
 from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
 from wizard.logs import HostLogs
+from wizard.predict import Prediction, predicted_facts
 from wizard.state import RunRecord, StateStore, now
 from wizard.step import CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
 
@@ -116,20 +117,47 @@ class Runner:
         return run.exit_code
 
     async def plan_all(self, stages: Sequence[str]) -> list[StageOutcome]:
-        """Probe and plan every stage without changing anything."""
+        """Probe and plan every stage without changing anything.
+
+        A stage whose plan changes what later stages plan from (device names, addresses, GIDs) predicts its effect;
+        the later stages are planned from facts with those predictions applied, and each such plan lists the
+        predicted values in ``HostPlan.predicted``. The saved facts stay what the hosts really showed.
+        """
         outcomes = []
+        predictions: dict[str, list[Prediction]] = {}
         if "discovery" not in stages:
             await self._refresh_discovery()
         for stage in stages:
             outcome = StageOutcome(stage)
             await self._probe_hosts(stage, self._hosts_in_run(), outcome)
-            view = self.view()
+            view = self._predicted_view(predictions)
             for host in self._hosts_in_run():
                 if host in outcome.statuses:
                     continue
-                outcome.plans[host] = self._plan(stage, view, host)
+                plan = self._plan(stage, view, host)
+                plan.predicted = [value for p in predictions.get(host, []) for value in p.values]
+                plan.predicted_checks = [line for p in predictions.get(host, []) for line in p.guards]
+                outcome.plans[host] = plan
+                prediction = self._predict(stage, view, host, plan)
+                if prediction is not None:
+                    predictions.setdefault(host, []).append(prediction)
             outcomes.append(outcome)
         return outcomes
+
+    def _predicted_view(self, predictions: dict[str, list[Prediction]]) -> ClusterView:
+        if not predictions:
+            return self.view()
+        facts = {h: predicted_facts(f, predictions[h]) if h in predictions else f for h, f in self.facts.items()}
+        return ClusterView(self.answers, facts)
+
+    def _predict(self, stage: str, view: ClusterView, host: str, plan: HostPlan) -> Prediction | None:
+        if plan.blockers or plan.empty:
+            return None
+        try:
+            return self.steps[stage].predict(view, host, plan)
+        except Exception:  # noqa: BLE001 - a prediction is advice; without it later stages plan from today's facts
+            self.logs.write(host, traceback.format_exc())
+            return None
 
     def view(self) -> ClusterView:
         return ClusterView(self.answers, self.facts)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 if TYPE_CHECKING:
     from wizard.answers import Answers, HostEntry
     from wizard.executors.base import Executor
+    from wizard.predict import Prediction
 
 
 class Impact(StrEnum):
@@ -97,6 +98,11 @@ class HostPlan(_Model):
     noop_reason: str | None = None
     notes: list[str] = Field(default_factory=list)
     blockers: list[str] = Field(default_factory=list)
+    predicted: list[str] = Field(default_factory=list)
+    """Predicted values this plan was made from (only `roce-wizard plan`, ahead of earlier stages): a real run
+    re-reads the host after each stage and plans from what is there."""
+    predicted_checks: list[str] = Field(default_factory=list)
+    """Shell lines that stop an exported script when one of those predictions did not come true."""
 
     @property
     def impact(self) -> Impact:
@@ -188,6 +194,13 @@ class Step(ABC):
     @abstractmethod
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
         """Verification items for ``host`` from fresh facts; a 'fail' item fails the stage on that host."""
+
+    def predict(self, view: ClusterView, host: str, plan: HostPlan) -> Prediction | None:
+        """How ``plan``, once applied, changes the facts later stages plan from (None: it changes none of them).
+
+        Used only to plan every stage ahead on hosts where the earlier stages have not run yet.
+        """
+        return None
 
     def describe(self, view: ClusterView, host: str) -> list[str]:
         """A few lines for people about what this stage found on ``host`` (shown after its checks)."""

@@ -74,14 +74,15 @@ def test_a_bad_fault_spec_is_a_usage_error(tmp_path: Path) -> None:
     assert "server9" in result.stderr
 
 
-def test_plan_out_writes_each_hosts_commands(tmp_path: Path) -> None:
+def test_plan_out_writes_each_hosts_stage_scripts(tmp_path: Path) -> None:
     out = tmp_path / "plan"
     result = cli("plan", "--demo", "--answers", str(EXAMPLE), "--out", str(out), "--state-dir", str(tmp_path / "s"))
     assert result.returncode == 0, result.stderr[-2000:]
     for host in ("server1", "server2"):
-        script = out / host / "commands.sh"
-        assert script.exists()
-        assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
+        scripts = sorted((out / host).glob("*.sh"))
+        assert [s.name for s in scripts][:2] == ["01-ofed.sh", "02-network.sh"]
+        for script in scripts:
+            assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
     assert "# server1" in result.stdout
 
 

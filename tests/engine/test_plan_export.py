@@ -1,4 +1,4 @@
-"""Plans for people: printed, exported as files plus commands.sh, and never leaking a secret."""
+"""Plans for people: printed, exported as files plus one script per stage, and never leaking a secret."""
 
 from __future__ import annotations
 
@@ -35,19 +35,21 @@ def outcome() -> StageOutcome:
 def test_export_writes_files_and_a_script_that_parses(tmp_path: Path) -> None:
     write_plan_dir(tmp_path, [outcome()], simulated=False)
     assert (tmp_path / "h1" / "files" / "etc" / "demo" / "unit.conf").read_text() == "A=1\n"
-    script = (tmp_path / "h1" / "commands.sh").read_text()
+    script = (tmp_path / "h1" / "99-demo.sh").read_text()
     assert "sudo install -D -o root -g root -m 0600 files/etc/demo/unit.conf /etc/demo/unit.conf" in script
     assert "sudo systemctl restart 'demo service'" in script
     assert "# [disruptive] write units" in script
-    assert subprocess.run(["bash", "-n", str(tmp_path / "h1" / "commands.sh")]).returncode == 0
-    assert "nothing to change (already current)" in (tmp_path / "h2" / "commands.sh").read_text()
+    assert subprocess.run(["bash", "-n", str(tmp_path / "h1" / "99-demo.sh")]).returncode == 0
+    assert "nothing to change (already current)" in (tmp_path / "h2" / "99-demo.sh").read_text()
 
 
 def test_secrets_are_never_exported_or_printed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_plan_dir(tmp_path, [outcome()], simulated=False)
     exported = "".join(p.read_text() for p in tmp_path.rglob("*") if p.is_file())
     assert TOKEN not in exported
-    assert "/etc/demo/token holds a secret" in (tmp_path / "h1" / "commands.sh").read_text()
+    script = (tmp_path / "h1" / "99-demo.sh").read_text()
+    assert "/etc/demo/token holds a secret" in script
+    assert ': "${TOKEN_FILE:?set TOKEN_FILE' in script, "the operator supplies the secret; the script says how"
     print_plans([outcome()], {}, as_json=False, simulated=False)
     print_plans([outcome()], {}, as_json=True, simulated=False)
     printed = capsys.readouterr().out

@@ -1,0 +1,128 @@
+"""`roce-wizard plan --out` on bare hosts: every stage planned ahead, one runnable script per stage, predictions true.
+
+A driver install renames the RDMA devices (inbox rdma-core `rocep59s0f0`, DOCA-OFED `mlx5_0`) and the network stage
+gives each port the address its RoCE v2 GID comes from, so the later stages can only be planned ahead from predicted
+facts. These tests hold the predictions to what the simulated hosts really show after the real run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from steps.discovery_facts import DiscoveryFacts, NicPort
+from steps.ofed_predict import predicted_device_names
+from wizard.predict import ipv4_mapped_gid, rename_everywhere
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "assets" / "answers.example.yaml"
+STAGE_SCRIPTS = ["01-ofed.sh", "02-network.sh", "03-roce.sh", "04-gpudirect.sh", "05-nccl.sh", "06-inference.sh"]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "wizard", *args], capture_output=True, text=True, timeout=600, cwd=REPO
+    )
+
+
+def lab_file(state: Path, host: str, path: str) -> str | None:
+    """A file on a simulated host's saved disk (the lab keeps disks as JSON under <state>/lab/)."""
+    node = json.loads((state / "lab" / f"{host}.json").read_text())["tree"]
+    parts = path.strip("/").split("/")
+    for part in parts[:-1]:
+        node = node.get(part, {}).get("c", {})
+    leaf = node.get(parts[-1])
+    return base64.b64decode(leaf["data"]).decode() if leaf else None
+
+
+@pytest.fixture(scope="module")
+def planned_then_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """Plan the bare reference cluster, then run every stage for real on the same simulated hosts."""
+    base = tmp_path_factory.mktemp("ahead")
+    state, out = base / "state", base / "plan"
+    planned = cli("plan", "--demo", "--answers", str(EXAMPLE), "--out", str(out), "--state-dir", str(state))
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    ran = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--state-dir", str(state))
+    assert ran.returncode == 0, ran.stderr[-3000:]
+    return state, out, planned.stdout
+
+
+def test_bare_hosts_get_one_script_per_stage_and_every_script_parses(planned_then_run: tuple[Path, Path, str]) -> None:
+    _, out, _ = planned_then_run
+    for host in ("server1", "server2"):
+        scripts = sorted(p.name for p in (out / host).glob("*.sh"))
+        assert scripts == STAGE_SCRIPTS
+        for name in scripts:
+            assert subprocess.run(["bash", "-n", str(out / host / name)]).returncode == 0, name
+            assert "REFUSED" not in (out / host / name).read_text(), f"{host} {name} refuses on bare hosts"
+    assert "server1: 01-ofed.sh 02-network.sh" in (out / "README.txt").read_text()
+
+
+def test_the_plan_writes_nccl_conf_and_the_inference_units_for_both_hosts(
+    planned_then_run: tuple[Path, Path, str],
+) -> None:
+    _, out, _ = planned_then_run
+    for host in ("server1", "server2"):
+        files = out / host / "files" / "etc"
+        assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1" in (files / "nccl.conf").read_text()
+        assert (files / "roce-wizard" / "inference.env").is_file()
+        units = {u.name for u in (files / "systemd" / "system").glob("roce-wizard-*.service")}
+        assert units & {"roce-wizard-inference.service", "roce-wizard-ray.service"}, units
+        assert (
+            "install -D -o root -g root -m 0644 files/etc/nccl.conf /etc/nccl.conf"
+            in (out / host / "05-nccl.sh").read_text()
+        )
+
+
+def test_later_scripts_say_what_they_predict_and_stop_when_it_did_not_come_true(
+    planned_then_run: tuple[Path, Path, str],
+) -> None:
+    _, out, stdout = planned_then_run
+    ofed = (out / "server1" / "01-ofed.sh").read_text()
+    roce = (out / "server1" / "03-roce.sh").read_text()
+    assert "PREDICTED" not in ofed, "the first stage is planned from what the host shows now"
+    assert "#   predicted: RDMA device rocep59s0f0 -> mlx5_0" in roce
+    assert "test -e /sys/class/infiniband/mlx5_0 ||" in roce
+    assert "RoCE v2 IPv4 GID index 3" in roce
+    assert "cma_roce_tos -d mlx5_0 -p 1 -t 106" in roce, "RDMA-CM ToS goes to the device names DOCA gives"
+    assert "roce: planned from PREDICTED facts" in stdout
+
+
+def test_every_predicted_file_is_what_the_real_run_wrote(planned_then_run: tuple[Path, Path, str]) -> None:
+    state, out, _ = planned_then_run
+    compared = 0
+    for host in ("server1", "server2"):
+        for planned in (out / host / "files").rglob("*"):
+            if not planned.is_file():
+                continue
+            path = "/" + str(planned.relative_to(out / host / "files"))
+            written = lab_file(state, host, path)
+            assert written == planned.read_text(), f"{host}:{path} differs from its plan"
+            compared += 1
+    assert compared >= 16, "netplan, sysctl, QoS script and unit, nccl.conf and inference units on both hosts"
+
+
+def test_device_names_are_predicted_in_pci_order_and_only_physical_functions_count() -> None:
+    ports = [
+        NicPort(pci="0000:86:00.0", model="ConnectX-4 Lx", netdev="ens2f0np0", rdma_device="rocep134s0f0"),
+        NicPort(pci="0000:3b:00.1", model="ConnectX-4 Lx", netdev="ens1f1np1", rdma_device="rocep59s0f1"),
+        NicPort(pci="0000:3b:00.0", model="ConnectX-4 Lx", netdev="ens1f0np0", rdma_device="rocep59s0f0"),
+        NicPort(pci="0000:3b:00.2", model="ConnectX-4 Lx VF", netdev="ens1f0v0", rdma_device="rocep59s0f2"),
+    ]
+    names = predicted_device_names(DiscoveryFacts(ports=ports))
+    assert names == {"rocep59s0f0": "mlx5_0", "rocep59s0f1": "mlx5_1", "rocep134s0f0": "mlx5_2"}
+
+
+def test_renaming_touches_whole_names_and_hca_tokens_but_not_prose() -> None:
+    facts = {"a": ["rocep59s0f0", "rocep59s0f0:1"], "note": "rocep59s0f0 has no GID", "rocep59s0f0": 1}
+    renamed = rename_everywhere(facts, {"rocep59s0f0": "mlx5_0"})
+    assert renamed == {"a": ["mlx5_0", "mlx5_0:1"], "note": "rocep59s0f0 has no GID", "mlx5_0": 1}
+
+
+def test_an_ipv4_gid_is_the_ipv4_mapped_address_as_sysfs_prints_it() -> None:
+    assert ipv4_mapped_gid("192.168.11.1") == "0000:0000:0000:0000:0000:ffff:c0a8:0b01"
