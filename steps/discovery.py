@@ -6,6 +6,7 @@ from typing import Any
 
 from steps import discovery_facts as df
 from steps.discovery_checks import describe_host, discovery_checks, host_differences
+from steps.platform_facts import named_endpoints, probe_platform
 from wizard.executors.base import SudoRefused
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
@@ -35,6 +36,10 @@ class Discovery(Step):
                 return ""
             # grep exits 2 when some files could not be read (unused GID entries read as EINVAL) yet prints the rest.
             if result.ok or (name == "grep" and result.exit_status == 2):
+                return result.stdout
+            # nvidia-smi(1): "Return code 14 - infoROM is corrupted"; it still prints every GPU after a WARNING line.
+            if name == "nvidia-smi" and result.exit_status == 14:
+                notes.append("nvidia-smi: exit 14, a GPU's infoROM is corrupted (reflash it; see nvidia-smi -q)")
                 return result.stdout
             return ""
 
@@ -82,6 +87,7 @@ class Discovery(Step):
             facts.packages = {k: v for k, v in packages.packages.items() if k in df.RELEVANT_PACKAGES and v}
             facts.nccl_version = (facts.packages.get("libnccl2") or "").split("-")[0] or None
         await self._probe_gpus(facts, out, notes)
+        facts.platform = await probe_platform(ex, *named_endpoints(facts))
         return facts.model_dump(mode="json")
 
     async def _probe_ethtool(self, port: df.NicPort, out: Any, notes: list[str]) -> None:

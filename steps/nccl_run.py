@@ -9,12 +9,11 @@ from typing import Any
 from steps.discovery_facts import DiscoveryFacts
 from wizard.answer_sections import NcclSection
 from wizard.parsers import ParseError
-from wizard.parsers.nccl import parse_nccl_all_reduce_perf, parse_nccl_debug
+from wizard.parsers.nccl import log_host, parse_nccl_all_reduce_perf, parse_nccl_debug
 
 DEBUG_ENV = {"NCCL_DEBUG": "INFO", "NCCL_DEBUG_SUBSYS": "INIT,NET,GRAPH,ENV"}
 GIB = 1 << 30
 SMOKE_BYTES = GIB
-_LOG_HOST = re.compile(r"^(?:\[[^\]]*\](?:<\w+>)?:)?([^\s:]+):\d+:\d+\s+\[[^\]]*\]")
 _SMOKE = re.compile(r"^roce-wizard-allreduce:\s+(.*)$", re.M)
 
 
@@ -133,9 +132,9 @@ def lines_by_host(text: str) -> dict[str, list[str]]:
     """NCCL log lines grouped by the host name NCCL printed (gethostname cut at the first dot)."""
     groups: dict[str, list[str]] = {}
     for line in text.splitlines():
-        match = _LOG_HOST.match(line.strip())
-        if match:
-            groups.setdefault(match.group(1), []).append(line)
+        host = log_host(line)  # also behind the time prefix NCCL >= 2.26 puts on WARN lines
+        if host:
+            groups.setdefault(host, []).append(line)
     return groups
 
 
@@ -163,6 +162,8 @@ def summarize_log(lines: list[str]) -> dict[str, Any]:
         "env": log.env,
         "errors": log.errors[:5],
         "warnings": log.warnings[:5],
+        "completion_errors": [e.model_dump() for e in log.completion_errors[:5]],
+        "fatal": [f.model_dump() for f in log.fatal[:5]],
     }
 
 

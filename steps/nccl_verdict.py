@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from steps.discovery_facts import DiscoveryFacts
+from steps.nccl_causes import find_cause
 from steps.nccl_conf import GID_AUTO_SINCE
 from steps.nccl_facts import NcclFacts, version_tuple
 from wizard.step import CheckItem
@@ -41,8 +42,15 @@ def run_checks(host: str, run: dict[str, Any] | None, expect: Expect) -> list[Ch
     )
     version = log.get("version") or run.get("perf", {}).get("nccl_version")
     items.append(_version(host, version, expect.conf_has_gid))
+    # A failed RDMA completion, a duplicate GPU or an NCCL result code becomes a named cause with its own fix.
+    cause = find_cause(host, log, run) if run.get("error") or log.get("completion_errors") else None
+    if cause and not cause.specific and _error_fix(run) != _error_fix({}):
+        cause = None  # the error message itself names the cause (ssh, unreachable rail, hang)
+    if cause:
+        items.append(_item("cause", "why the NCCL run failed", "fail", cause.evidence, cause.fix))
     if run.get("error"):
-        items.append(_item("run", "cross-host NCCL test", "fail", run["error"], _error_fix(run)))
+        fix = f"{cause.name}: {cause.fix}" if cause else _error_fix(run)
+        items.append(_item("run", "cross-host NCCL test", "fail", run["error"], fix))
     return items
 
 

@@ -202,3 +202,46 @@ def test_query_not_available_values_and_invalid_field_error() -> None:
 def test_text_that_is_not_the_nvidia_smi_output_asked_for_is_refused(parser, text: str, reason: str) -> None:
     with pytest.raises(ParseError, match=reason):
         parser(text)
+
+
+# A real driver warning: nvidia-smi prints it (and exits 14) when a board's infoROM fails its checksum
+# (NVIDIA/gpu-operator#20 "WARNING: infoROM is corrupted at gpu 0000:B3:00.0"; nvidia-smi(1) RETURN VALUE 14
+# "infoROM is corrupted"). Where it lands before the CSV is synthetic here: the real L40S CSV behind the real line.
+INFOROM = "WARNING: infoROM is corrupted at gpu 0000:B3:00.0"
+
+
+def test_query_with_a_leading_inforom_warning_keeps_every_gpu_and_the_warning() -> None:
+    q = parse_nvidia_smi_query(INFOROM + "\n" + real_output("nvidia_smi_query", "l40s-tp8-csv-3.txt"))
+    assert q.columns == ["index", "name", "pci.bus_id", "memory.total", "driver_version"] and len(q.rows) == 8
+    assert q.warnings == [INFOROM] and q.memory_total_mib(q.rows[7]) == 46068 and q.index(q.rows[7]) == 7
+
+
+def test_query_noheader_with_a_warning_is_not_a_phantom_gpu() -> None:
+    text = f"{INFOROM}\n0, NVIDIA H100 80GB HBM3, 81559\n1, NVIDIA H100 80GB HBM3, 81559\n"
+    q = parse_nvidia_smi_query(text, columns=["index", "name", "memory.total"])
+    assert [q.index(r) for r in q.rows] == [0, 1] and q.warnings == [INFOROM]
+    assert parse_nvidia_smi_query(text).columns == ["0", "1", "2"]
+
+
+def test_query_values_with_units_and_not_available_are_numbers_or_none() -> None:
+    text = (
+        "index, memory.total [MiB], power.limit [W], clocks.max.sm [MHz], utilization.gpu [%], ecc.errors.uncorrected"
+        ".volatile.total\n0, 81559 MiB, 350.00 W, 1980 MHz, 3 %, [N/A]\n1, 81559 MiB, [Not Supported], 1980 MHz, "
+        "0 %, 0\n"
+    )
+    q = parse_nvidia_smi_query(text)
+    first, second = q.rows
+    assert q.units == {"memory.total": "MiB", "power.limit": "W", "clocks.max.sm": "MHz", "utilization.gpu": "%"}
+    assert (q.memory_total_mib(first), q.number(first, "power.limit"), q.number(first, "utilization.gpu")) == (
+        81559,
+        350.0,
+        3.0,
+    )
+    assert q.number(first, "ecc.errors.uncorrected.volatile.total") is None and q.number(second, "power.limit") is None
+    assert q.number(second, "ecc.errors.uncorrected.volatile.total") == 0.0
+
+
+def test_gpu_list_with_a_warning_line_keeps_it_and_the_gpus() -> None:
+    text = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1b2c)\n" + INFOROM + "\n"
+    listing = parse_nvidia_smi_L(text)
+    assert [g.index for g in listing.gpus] == [0] and listing.warnings == [INFOROM]

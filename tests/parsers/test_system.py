@@ -170,6 +170,7 @@ def test_lsmod_permanent_and_unknown_users() -> None:
         ("rdma-capture-notes-54-s-and-n-10.txt", "MLNX_OFED", "5.4-3.1.0.0"),
         ("rsocket-notes-cx3-mofed40-11.txt", "MLNX_OFED", "4.0-2.0.0.1"),
         ("trex-notes-doca2510-8.txt", "DOCA", "25.10-1.7.1"),
+        ("lshca-issue102-doca-inbox2407-12.txt", "DOCA", "24.07-0.3.5.0.110"),
     ],
 )
 def test_ofed_info_reads_stack_and_version(name: str, stack: str, version: str) -> None:
@@ -178,7 +179,22 @@ def test_ofed_info_reads_stack_and_version(name: str, stack: str, version: str) 
 
 
 def test_every_ofed_info_sample_is_covered_above() -> None:
-    assert len(real_outputs("ofed_info")) == 8
+    assert len(real_outputs("ofed_info")) == 9
+
+
+@pytest.mark.parametrize(
+    ("text", "stack", "version"),
+    [
+        ("MLNX_OFED_LINUX-23.10-1.1.9.0\n", "MLNX_OFED", "23.10-1.1.9.0"),
+        ("MLNX_OFED_LINUX-23.10-1.1.9.0:  \r\n", "MLNX_OFED", "23.10-1.1.9.0"),
+        ("OFED-internal-25.01-0.6.0\n", "DOCA", "25.01-0.6.0"),
+        ("$ ofed_info -s\nOFED-internal-25.01-0.6.0:\n", "DOCA", "25.01-0.6.0"),
+        ("MLNX_OFED_LINUX-4.4-1.0.0.0 (OFED-4.4-1.0.0)\n", "MLNX_OFED", "4.4-1.0.0.0"),
+    ],
+)
+def test_ofed_info_heading_without_the_trailing_colon_is_read_the_same(text: str, stack: str, version: str) -> None:
+    info = parse_ofed_info(text)
+    assert (info.stack, info.version) == (stack, version)
 
 
 def test_ofed_info_long_heading_keeps_the_base_ofed_version() -> None:

@@ -289,3 +289,72 @@ async def test_a_host_left_alone_by_its_peers_gets_a_warning_not_a_pass() -> Non
     result = await run_cluster_test(configured(cluster()), {"server1": FakeFirstHost(0, "")})
     item = {i.id: i for i in run_checks("server1", result["server1"], Expect(hcas=HCAS))}["run"]
     assert item.status == "warn" and "server2 stopped at an earlier stage" in item.evidence
+
+
+# --- named causes of a failed run (issue 13 item 5) -------------------------------------------------------------
+# Real lines: NVIDIA/nccl#1814 (status=12 then status=5), NVIDIA/nccl#1405 (IPv6 GIDs), huggingface/accelerate#2246
+# (Duplicate GPU detected), NVIDIA/Megatron-LM#661 (PyTorch's ncclInvalidUsage block). NCCL >= 2.26 puts "[%F %T] "
+# before WARN lines by default (NCCL env.rst NCCL_DEBUG_TIMESTAMP_FORMAT / _LEVELS).
+
+STATUS12 = real_output("nccl_debug", "nccl-issue1814-ibplugin-status12-retry-exc-8.txt")
+IPV6_GIDS = real_output("nccl_debug", "nccl-issue1405-status12-ipv6-gids-9.txt")
+DUPLICATE = real_output("nccl_debug", "accelerate-issue2246-duplicate-gpu-10.txt")
+TORCH_FATAL = real_output("nccl_errors", "megatron-issue661-invalid-usage-duplicate-gpu-1.txt")
+DIED = "mpirun exited 1: Test NCCL failure common.cu:1279 'remote process exited or there was a network error'"
+
+
+def _stamped(text: str) -> str:
+    return "\n".join("[2025-01-21 10:03:17] " + ln if "NCCL WARN" in ln else ln for ln in text.splitlines())
+
+
+def test_status_12_completion_is_named_as_exhausted_rdma_retries_with_the_fabric_fix() -> None:
+    items = verdict(nccl_log("server1") + STATUS12, error=DIED)
+    cause = items["cause"]
+    assert cause.status == "fail" and items["transport"].status == "pass"
+    assert "RDMA transport retries exhausted (status=12, IBV_WC_RETRY_EXC_ERR)" in cause.evidence
+    assert "172.36.143.59" in cause.evidence and "vendor err 129" in cause.evidence
+    assert all(word in (cause.fix or "") for word in ("PFC", "show_gids", "ethtool -S", "--only roce"))
+    assert "RDMA transport retries exhausted" in (items["run"].fix or "")
+
+
+def test_status_12_behind_the_nccl_2_26_timestamp_is_named_the_same() -> None:
+    plain = verdict(nccl_log("server1") + STATUS12, error=DIED)["cause"]
+    groups = lines_by_host(_stamped(nccl_log("server1") + STATUS12))
+    stamped = verdict("\n".join(groups["server1"] + groups["hostname-test"]), error=DIED)["cause"]
+    assert (stamped.status, stamped.evidence, stamped.fix) == (plain.status, plain.evidence, plain.fix)
+
+
+def test_ipv6_gids_on_a_retry_failure_point_at_the_gid_index() -> None:
+    cause = verdict(nccl_log("server1") + IPV6_GIDS, error=DIED)["cause"]
+    assert "IBV_WC_RETRY_EXC_ERR" in cause.evidence and "fd00:1148:9000:5000:4:200:3:ff22" in cause.evidence
+    assert "not a RoCE v2 IPv4 GID" in (cause.fix or "") and "NCCL_IB_GID_INDEX" in (cause.fix or "")
+
+
+def test_duplicate_gpu_is_named_with_ranks_device_and_the_one_rank_per_gpu_fix() -> None:
+    cause = verdict(DUPLICATE, error="mpirun exited 1: invalid usage")["cause"]
+    assert cause.status == "fail" and "two ranks on one GPU" in cause.evidence
+    assert "ranks 6 and 4 both on CUDA device 31000" in cause.evidence and "ncclInvalidUsage" in cause.evidence
+    assert "-N" in (cause.fix or "") and "--nproc-per-node" in (cause.fix or "")
+
+
+def test_pytorch_fatal_error_without_nccl_log_lines_is_named_from_the_run_output() -> None:
+    items = verdict("", error="torchrun exited 1: " + TORCH_FATAL.splitlines()[0], tail=TORCH_FATAL.splitlines())
+    evidence = items["cause"].evidence
+    assert "two ranks on one GPU" in evidence and "ranks 7 and 0 both on CUDA device f000" in evidence
+
+
+def test_a_result_code_alone_is_named_and_explained() -> None:
+    tail = ["ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error."]
+    cause = verdict(nccl_log("server1"), error="torchrun exited 1", tail=tail)["cause"]
+    assert "ncclSystemError" in cause.evidence and "NCCL_SOCKET_IFNAME" in (cause.fix or "")
+
+
+def test_a_passing_run_has_no_cause_item() -> None:
+    assert "cause" not in verdict(nccl_log("server1"))
+
+
+def test_an_unreachable_rail_keeps_its_cabling_fix_over_the_generic_result_code() -> None:
+    warn = "misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable"
+    tail = ["server2: Test NCCL failure common.cu:1279 'unhandled system error (run with NCCL_DEBUG=INFO for details)'"]
+    items = verdict(nccl_log("server1") + "server1:1:2 [0] " + warn, error="mpirun exited 1: " + warn, tail=tail)
+    assert "cause" not in items and "cabling" in (items["run"].fix or "")

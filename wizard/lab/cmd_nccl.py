@@ -180,7 +180,7 @@ def all_reduce_output(hosts: list[SimHost], opts: MpiArgs, mpi_build: bool, user
     if debug:
         for index, view in enumerate(views):
             lines += sim.info_lines(view, job, index * gpus, nranks, 41000 + 97 * index)
-    lines.append(f"NCCL version {version}+cuda12.4")
+    lines.append(f"NCCL version {version}+cuda{sim.nccl_cuda(hosts[0])}")
     if job.failure:
         for h, warn in job.failure.items():
             if not debug:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ipaddress
+import re
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,13 @@ SIMULATED = "# simulated by the roce-wizard lab: not a measurement"
 GDR_PENALTY = 0.9  # staging through host memory costs a little on 25GbE rails
 NCCL_EFFICIENCY = 0.93  # RoCE v2 headers and NCCL protocol overhead at large sizes
 MTU_FACTOR = {4096: 1.0, 2048: 0.93, 1024: 0.8, 512: 0.6, 256: 0.4}
+# NCCL >= 2.26 prefixes log lines with a strftime timestamp: NCCL_DEBUG_TIMESTAMP_FORMAT (default "[%F %T] ",
+# underscores become spaces, %Nf prints N digits of the second's fraction) on the levels in
+# NCCL_DEBUG_TIMESTAMP_LEVELS (default WARN only; ALL; "^X" inverts). Source: NCCL docs env.rst
+# (NCCL_DEBUG_TIMESTAMP_FORMAT / NCCL_DEBUG_TIMESTAMP_LEVELS, "since 2.26") and src/debug.cc ncclDebugLogV.
+TIMESTAMPS_SINCE = (2, 26)
+TIMESTAMP_FORMAT = "[%F %T] "
+LEVELS = ("VERSION", "WARN", "INFO", "ABORT", "TRACE")
 
 
 def upstream(version: str | None) -> str | None:
@@ -24,6 +33,12 @@ def upstream(version: str | None) -> str | None:
 def nccl_version(host: SimHost) -> str | None:
     """libnccl2's version (the library all_reduce_perf and torch load in the lab)."""
     return upstream(host.packages.get("libnccl2"))
+
+
+def nccl_cuda(host: SimHost) -> str:
+    """The CUDA release libnccl2 was built for (``2.26.2-1+cuda12.8`` -> ``12.8``), 12.4 when unknown."""
+    version = host.packages.get("libnccl2") or ""
+    return version.rsplit("+cuda", 1)[1] if "+cuda" in version else "12.4"
 
 
 def read_conf(host: SimHost, job_env: dict[str, str], user: str = "root") -> dict[str, str]:
@@ -193,5 +208,30 @@ def info_lines(view: HostView, job: Job, first_rank: int, nranks: int, pid: int)
         out.append(f"{t} [0] NCCL INFO Channel {c:02d}/0 : {first_rank}[0] -> {peer}[0] [send] via {via}")
         out.append(f"{t} [0] NCCL INFO Channel {c:02d}/0 : {peer}[0] -> {first_rank}[0] [receive] via {via}")
     if view.host.name in job.failure:
-        out.append(f"{t} [0] {job.failure[view.host.name]}")
-    return out
+        out += ["", f"{t} [0] {job.failure[view.host.name]}"]  # debug.cc: "WARNs come with an extra newline"
+    return [stamp(view, line) for line in out]
+
+
+def timestamp_levels(view: HostView) -> set[str]:
+    """Levels NCCL stamps with a time: none before 2.26, else NCCL_DEBUG_TIMESTAMP_LEVELS (default WARN)."""
+    parts = tuple(int(x) for x in (view.version or "0.0").split(".")[:2] if x.isdigit())
+    if parts < TIMESTAMPS_SINCE:
+        return set()
+    spec = view.env.get("NCCL_DEBUG_TIMESTAMP_LEVELS", "WARN").strip().upper()
+    invert = spec.startswith("^")
+    named = {p.strip() for p in spec.lstrip("^").split(",") if p.strip()}
+    chosen = set(LEVELS) if "ALL" in named else named & set(LEVELS)
+    return set(LEVELS) - chosen if invert else chosen
+
+
+def stamp(view: HostView, line: str) -> str:
+    """``line`` with the time prefix NCCL would print for its level (strftime of the local time)."""
+    level = "WARN" if " NCCL WARN " in line else "INFO" if " NCCL INFO " in line else None
+    if level is None or level not in timestamp_levels(view):
+        return line
+    fmt = view.env.get("NCCL_DEBUG_TIMESTAMP_FORMAT", TIMESTAMP_FORMAT).replace("_", " ")
+    now = time.time()
+    if match := re.search(r"%([1-9])f", fmt):
+        digits = int(match[1])
+        fmt = fmt.replace(match[0], f"{int(now % 1 * 10**digits):0{digits}d}", 1)
+    return time.strftime(fmt, time.localtime(now)) + line

@@ -19,6 +19,9 @@ _SMI_ERRORS = re.compile(
     r"No devices were found|NVIDIA-SMI has failed|couldn't communicate with the NVIDIA driver"
     r"|is not a valid field to query|Failed to initialize NVML|Unable to determine the device handle"
 )
+# Driver warnings nvidia-smi prints around its output, e.g. "WARNING: infoROM is corrupted at gpu 0000:B3:00.0"
+# (exit status 14, nvidia-smi(1) RETURN VALUE): kept as warnings, never read as a GPU row.
+_SMI_WARNING = re.compile(r"^\s*WARNING:\s")
 _PROMPT = re.compile(r"^\s*(?:[$#>]|\S+@\S+?[:\]].*?[#$])\s")
 _CSV_HEADER_FIELD = re.compile(r"^[a-z][a-z0-9_.]*(?: \[[^\]]+\])?$")
 
@@ -77,6 +80,7 @@ class NvidiaSmiL(Parsed):
 
     gpus: list[GpuListEntry] = []
     errors: list[str] = []
+    warnings: list[str] = []  # driver warnings, e.g. a corrupted infoROM
 
 
 class NvidiaSmiQuery(Parsed):
@@ -87,16 +91,20 @@ class NvidiaSmiQuery(Parsed):
     has_header: bool = True
     rows: list[dict[str, str]] = []
     errors: list[str] = []
+    warnings: list[str] = []  # driver warnings, e.g. a corrupted infoROM
 
     def value(self, row: dict[str, str], column: str) -> str | None:
         """The value of ``column``, None where nvidia-smi printed ``[N/A]`` / ``[Not Supported]``."""
         value = row.get(column)
         return None if value is None or value.startswith("[") or value == "N/A" else value
 
-    def _number(self, row: dict[str, str], column: str) -> float | None:
+    def number(self, row: dict[str, str], column: str) -> float | None:
+        """The numeric value of ``column`` without its unit (``350.00 W`` -> 350.0), None for ``[N/A]``."""
         value = self.value(row, column)
-        m = re.match(r"^\s*(-?[\d.]+)", value or "")
+        m = re.match(r"^\s*(-?\d+(?:\.\d+)?)(?:\s*\S+)?\s*$", value or "")
         return float(m.group(1)) if m else None
+
+    _number = number
 
     def index(self, row: dict[str, str]) -> int | None:
         """GPU index."""
@@ -187,7 +195,9 @@ def parse_nvidia_smi_L(text: str) -> NvidiaSmiL:  # noqa: N802 - the tool's flag
     """Parse ``nvidia-smi -L`` including indented MIG device lines."""
     out = NvidiaSmiL()
     for line in _lines(text):
-        if m := _GPU_L.match(line):
+        if _SMI_WARNING.match(line):
+            out.warnings.append(line.strip())
+        elif m := _GPU_L.match(line):
             out.gpus.append(GpuListEntry(index=int(m.group(1)), name=m.group(2), uuid=m.group(3)))
         elif (m := _MIG_L.match(line)) and out.gpus:
             out.gpus[-1].mig_devices.append(MigDevice(profile=m.group(1), index=int(m.group(2)), uuid=m.group(3)))
@@ -205,6 +215,8 @@ def parse_nvidia_smi_query(text: str, columns: list[str] | None = None) -> Nvidi
     for line in _lines(text):
         if _SMI_ERRORS.search(line):
             out.errors.append(line.strip())
+        elif _SMI_WARNING.match(line):
+            out.warnings.append(line.strip())
         elif line.strip() and not _PROMPT.match(line) and "nvidia-smi" not in line:
             records.append([f.strip() for f in line.split(",")])
     if records and columns is None and all(_CSV_HEADER_FIELD.match(f) for f in records[0]):

@@ -6,6 +6,15 @@ import re
 from typing import Literal
 
 from wizard.parsers.common import Bandwidth, Parsed, ParseError, bandwidth
+from wizard.parsers.nccl_failures import (
+    TRACE,
+    NcclCompletionError,
+    NcclFailures,
+    NcclFatal,
+    add_fatal,
+    completion_error,
+    fatal_errors,
+)
 
 # "#  Rank  0 Group  0 Pid  56543 on     thanos device  0 [0x07] NVIDIA A100-SXM4-80GB"; old builds lack Group.
 _RANK = re.compile(
@@ -24,11 +33,15 @@ _FAILURE = re.compile(
     r"(?:Cuda|NCCL|Test|CUDA) failure|Test (?:NCCL|CUDA) failure|NCCL WARN|mpirun detected that one or more"
     r"|MPI_ABORT was invoked|exited on signal|unhandled (?:system|cuda) error|FAILED|Segmentation fault"
 )
-# "host:pid:tid [gpu] NCCL INFO message"; some launchers prefix "[1,0]<stdout>:" or "[default0]:".
+# "host:pid:tid [gpu] NCCL INFO message"; WARN adds "file:line" and, in newer NCCL, "(function)". Anything may come
+# first: a launcher tag ("[1,0]<stdout>:", "[default0]:", "[0] ", "(pid=12) "), or the timestamp NCCL >= 2.26 prints
+# (NCCL_DEBUG_TIMESTAMP_FORMAT, default "[%F %T] ", on the levels of NCCL_DEBUG_TIMESTAMP_LEVELS, default WARN; see
+# NCCL env.rst and src/debug.cc). The host starts the line or follows a blank, "]", ">", ":" or ")".
 _LOG = re.compile(
-    r"^(?:\[[^\]]*\](?:<\w+>)?:)?(?P<host>[^\s:]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>[^\]]*)\]\s+"
-    r"(?:(?P<src>\S+:\d+)\s+)?NCCL (?P<lvl>INFO|WARN)\s?(?P<msg>.*)$"
+    r"^(?P<prefix>.*?)(?<![^\s\]>:)])(?P<host>[^\s:\[\]()<>]+):(?P<pid>\d+):(?P<tid>\d+)\s+\[(?P<dev>[^\]]*)\]\s+"
+    r"(?:(?P<src>\S+:\d+)\s+(?:\((?P<func>[^)]*)\)\s+)?)?NCCL (?P<lvl>INFO|WARN)\s?(?P<msg>.*)$"
 )
+_CLOCK = re.compile(r"\d{1,2}:\d\d:\d\d")
 _IB_USING = re.compile(r"NET/IB\s*:\s*Using\s+(.*?)(?:\s*;\s*OOB\s+(\S+))?\s*$")
 _IB_DEV = re.compile(r"\[(\d+)\]([\w+.\-]+):(\d+)/([\w/]+)")
 _GDR_ON = re.compile(r"GPU Direct RDMA (?:\(([^)]+)\) )?[Ee]nabled for HCA (\d+) '([^'\s]+)")
@@ -38,7 +51,6 @@ _CHANNEL = re.compile(
     r"(?:Channel|Ring) (\d+)(?:/\d+)?\s*:\s*(\d+)(?:\[\w+\])?\s*->\s*(\d+)(?:\[\w+\])?\s*(?:\[(\w+)\]\s*)?via (.+?)\s*$"
 )
 _ENV = re.compile(r"\b(NCCL_[A-Z0-9_]+) set (by environment )?to (.*?)\.?\s*$")
-_ERROR_TRACE = re.compile(r"^\S+\.(?:cc|cu|h|cpp):\d+ -> \d+")
 
 
 class NcclRankDevice(Parsed):
@@ -156,6 +168,9 @@ class NcclDebug(Parsed):
     warnings: list[str] = []  # NCCL WARN messages that do not report a failure
     errors: list[str] = []  # NCCL WARN failures, "file.cc:N -> code" error traces, test failures
     env: dict[str, str] = {}  # "NCCL_X set by environment to Y" (and "NCCL_X set to Y")
+    timestamped: bool = False  # lines carried a time prefix (NCCL >= 2.26, NCCL_DEBUG_TIMESTAMP_*)
+    completion_errors: list[NcclCompletionError] = []  # failed RDMA work completions (NET/IB status=N)
+    fatal: list[NcclFatal] = []  # duplicate GPU at init, result codes of failed calls (from "-> N" traces)
 
 
 def _text_lines(text: str) -> list[str]:
@@ -243,6 +258,24 @@ def parse_nccl_all_reduce_perf(text: str) -> NcclPerf:
     return NcclPerf(**out)
 
 
+def log_host(line: str) -> str | None:
+    """The host name an NCCL_DEBUG log line was printed on (behind any launcher or time prefix), else None."""
+    match = _LOG.match(line.strip())
+    return match["host"] if match else None
+
+
+def nccl_failures(text: str) -> NcclFailures:
+    """Failed completions and fatal errors in any output: NCCL log lines, nccl-tests or PyTorch error lines."""
+    out = NcclFailures()
+    for raw in text.replace("\r\n", "\n").split("\n"):
+        log = _LOG.match(raw.strip())
+        message, host = (log["msg"].strip(), log["host"]) if log else (raw.strip(), None)
+        if error := completion_error(message, host):
+            out.completion_errors.append(error)
+        add_fatal(out.fatal, fatal_errors(message, host))
+    return out
+
+
 def _add(items: list[str], value: str) -> None:
     if value not in items:
         items.append(value)
@@ -252,8 +285,9 @@ def parse_nccl_debug(text: str) -> NcclDebug:
     """Parse an ``NCCL_DEBUG=INFO`` log (any mix of ranks and hosts) into the network facts it shows."""
     lines = _text_lines(text)
     lists = ("hosts", "ib_devices", "ib_ports", "merged_devices", "oob_interfaces", "socket_interfaces",
-             "gdr_enabled_hcas", "gdr_disabled_hcas", "channels", "warnings", "errors")  # fmt: skip
-    flags = ("ib_no_device", "relaxed_ordering", "gdr_enabled", "dmabuf")
+             "gdr_enabled_hcas", "gdr_disabled_hcas", "channels", "warnings", "errors", "completion_errors",
+             "fatal")  # fmt: skip
+    flags = ("ib_no_device", "relaxed_ordering", "gdr_enabled", "dmabuf", "timestamped")
     out: dict = {"env": {}} | {k: [] for k in lists} | dict.fromkeys(flags, False)
     seen = 0
     for line in lines:
@@ -265,10 +299,16 @@ def parse_nccl_debug(text: str) -> NcclDebug:
             continue
         seen += 1
         _add(out["hosts"], log["host"])
+        out["timestamped"] = out["timestamped"] or bool(_CLOCK.search(log["prefix"]))
         msg = log["msg"].strip()
+        fatal = fatal_errors(msg, log["host"])
+        add_fatal(out["fatal"], fatal)
         if log["lvl"] == "WARN":
-            _add(out["errors" if _WARN_IS_ERROR.search(msg) else "warnings"], msg)
-        elif _ERROR_TRACE.match(msg):
+            failed = completion_error(msg, log["host"])
+            if failed:
+                out["completion_errors"].append(failed)
+            _add(out["errors" if failed or fatal or _WARN_IS_ERROR.search(msg) else "warnings"], msg)
+        elif TRACE.match(msg):
             _add(out["errors"], msg)
         elif m := _IB_USING.search(msg):
             for idx, dev, port, link in _IB_DEV.findall(m[1]):

@@ -165,7 +165,9 @@ class OfedInfo(Parsed):
     packages: dict[str, str] = {}
 
 
-_OFED_HEAD = re.compile(r"^\s*(MLNX_OFED_LINUX|OFED-internal|OFED)-(\d[\w.-]*?)(?:\s+\((?:OFED-)?([^)]*)\))?:\s*$")
+# `ofed_info -s` prints "<stack>-<version>:"; the colon is missing where the line was cut or pasted without it, so it
+# is optional. MLNX_OFED: "MLNX_OFED_LINUX-23.10-1.1.9.0:"; DOCA-OFED: "OFED-internal-24.07-0.3.5.0.110:".
+_OFED_HEAD = re.compile(r"^\s*(MLNX_OFED_LINUX|OFED-internal|OFED)-(\d[\w.-]*?)(?:\s+\((?:OFED-)?([^)]*)\))?:?\s*$")
 _OFED_N = re.compile(r"^\s*(\d+\.\d+-[\d.]+)\s*$")
 _DPKG_II = re.compile(r"^ii\s+(\S+)\s+(\S+)")
 _RPM_NVR = re.compile(r"^([A-Za-z0-9_.+-]+?)-(\d[\w.+~]*-[\w.+~]+?)(?:\.(?:x86_64|aarch64|ppc64le|noarch|i686))?$")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from steps.nccl_causes import find_cause
 from steps.nccl_run import lines_by_host, mgmt_ipv4, mpirun_argv, summarize_log
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
@@ -51,6 +52,8 @@ async def run_nccl(answers: Answers, executors: dict[str, Executor], facts: dict
         out.reason = f"NCCL used {out.transport}, not IB (RoCE): check NCCL_IB_HCA and the RDMA devices"
     elif not result.ok and not out.reason:
         out.reason = f"mpirun exited {result.exit_status}: {result.first_error_line()}"
+    if not result.ok and (cause := find_cause(hosts[0], log, {"tail": output.splitlines()[-40:]})):
+        out.reason = f"{cause.evidence}. Fix: {cause.fix}"  # a failed completion or fatal init error, named
     return out
 
 
