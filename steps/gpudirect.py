@@ -13,15 +13,19 @@ from steps.gpudirect_facts import (
     Rail,
     choose_mode,
     gpu_paths,
+    installed_dkms_package,
     peermem_kernel_lines,
 )
 from steps.gpudirect_plan import build_plan, host_checks, no_gpu_reason
+from steps.platform_checks import platform_checks
+from steps.platform_facts import PlatformFacts, named_endpoints, probe_platform
 from steps.roce_facts import devinfo_ports
 from wizard.executors.base import CommandResult, Executor, ExecutorError
 from wizard.parsers import ParseError, parse
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 PERFTEST_PORT = 18515
+DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 PERFTEST_SECONDS = 5
 
 
@@ -41,6 +45,8 @@ class GpuDirect(Step):
         if version.ok and license_.ok:
             facts.driver_version, facts.license = version.stdout.strip(), license_.stdout.strip()
         facts.peermem_available = (await ex.run(["modinfo", "-F", "filename", "nvidia-peermem"])).ok
+        if facts.peermem_available:
+            await self._probe_build(ex, facts)
         lsmod = df.try_parse("lsmod", (await ex.run(["lsmod"])).stdout, notes)
         loaded = {m.name for m in lsmod.modules} if lsmod else set()
         facts.peermem_loaded, facts.nv_peer_mem_loaded = "nvidia_peermem" in loaded, "nv_peer_mem" in loaded
@@ -60,7 +66,21 @@ class GpuDirect(Step):
         facts.perftest_dmabuf = "--use_cuda_dmabuf" in usage
         out = facts.model_dump(mode="json")
         out["notes"] = notes
+        # re-read (not taken from discovery): an operator may have fixed ACS/IOMMU and rebooted since
+        nics, gpus = named_endpoints(disc)
+        out["platform"] = (await probe_platform(ex, nics, gpus)).model_dump(mode="json") if gpus else None
         return out
+
+    async def _probe_build(self, ex: Executor, facts: GpuDirectFacts) -> None:
+        """What nvidia-peermem on disk was built against, and the DKMS package that can rebuild it."""
+        depends = await ex.run(["modinfo", "-F", "depends", "nvidia-peermem"])
+        if depends.ok:
+            facts.peermem_depends = [d for d in depends.stdout.strip().split(",") if d]
+        listed = await ex.run(["dpkg-query", "-W", "-f", DPKG_FORMAT, "nvidia-dkms-*"])
+        facts.nvidia_dkms_package = installed_dkms_package(listed.stdout)
+        status = await ex.run(["dkms", "status", "nvidia"])
+        facts.dkms_status = [line.strip() for line in status.stdout.splitlines() if line.strip()] if status.ok else []
+        facts.kernel_headers = (await ex.run(["test", "-e", f"/lib/modules/{facts.kernel}/build"])).ok
 
     async def _probe_topology(self, ex: Executor, facts: GpuDirectFacts, notes: list[str]) -> None:
         links = df.try_parse("rdma_link", (await ex.run(["rdma", "link", "show"])).stdout, notes)
@@ -89,8 +109,14 @@ class GpuDirect(Step):
         facts = _facts(view, host)
         if facts is None:
             return [CheckItem(id="facts", title="gpudirect facts", status="fail", evidence="no facts collected")]
-        cluster = (view.stage_facts(host, self.id) or {}).get("cluster")
-        return host_checks(facts, view.answers.gpudirect.mode, cluster)
+        raw = view.stage_facts(host, self.id) or {}
+        items = host_checks(facts, view.answers.gpudirect.mode, raw.get("cluster"))
+        disc = view.stage_facts(host, "discovery")
+        if raw.get("platform") and disc and view.answers.gpudirect.mode != "off":
+            # ACS redirect on a GPU<->NIC path fails GPUDirect; IOMMU translation and link downgrades warn
+            platform = PlatformFacts.model_validate(raw["platform"])
+            items += platform_checks(platform, *named_endpoints(df.DiscoveryFacts.model_validate(disc)), gpudirect=True)
+        return items
 
     async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
         """One ``ib_write_bw --use_cuda`` pair between the first two hosts on one rail, GPU memory on both ends."""
@@ -193,4 +219,4 @@ def _facts(view: ClusterView, host: str) -> GpuDirectFacts | None:
     raw = view.stage_facts(host, "gpudirect")
     if not raw:
         return None
-    return GpuDirectFacts.model_validate({k: v for k, v in raw.items() if k not in ("notes", "cluster")})
+    return GpuDirectFacts.model_validate({k: v for k, v in raw.items() if k not in ("notes", "cluster", "platform")})

@@ -50,6 +50,12 @@ class GpuDirectFacts(_Model):
     peermem_loaded: bool = False
     nv_peer_mem_loaded: bool = False
     peermem_conf: str | None = None
+    # `modinfo -F depends nvidia-peermem`: ib_core only when it was built against MLNX_OFED/DOCA's peer-memory API
+    # (None: not read). Empty means the GPU driver was DKMS-built before the RDMA stack was installed.
+    peermem_depends: list[str] | None = None
+    nvidia_dkms_package: str | None = None  # the installed nvidia-dkms-<branch>[-server][-open] package
+    dkms_status: list[str] = Field(default_factory=list)  # `dkms status nvidia` lines, shown as evidence
+    kernel_headers: bool = True  # /lib/modules/<kernel>/build exists (DKMS needs it to rebuild)
     kernel_log: list[str] = Field(default_factory=list)  # dmesg lines about nvidia_peermem
     paths: list[GpuPath] = Field(default_factory=list)
     perftest_error: str | None = None  # ib_write_bw could not run at all (not installed)
@@ -140,3 +146,13 @@ def peermem_kernel_lines(dmesg: str) -> list[str]:
     """The kernel log lines about nvidia-peermem (the last five), e.g. its 'Unknown symbol' failure."""
     lines = [line.strip() for line in dmesg.splitlines() if re.search(r"nvidia[_-]peermem", line)]
     return lines[-5:]
+
+
+def installed_dkms_package(dpkg_query: str) -> str | None:
+    """The installed ``nvidia-dkms-*`` package (nvidia-dkms-550-server, ...-open) from ``dpkg-query -W -f
+    '${Package}\\t${Version}\\t${db:Status-Abbrev}\\n' 'nvidia-dkms-*'`` (only ``ii``: installed and configured)."""
+    for line in dpkg_query.splitlines():
+        parts = line.split("\t")
+        if len(parts) >= 3 and parts[0].startswith("nvidia-dkms-") and parts[2].startswith("ii"):
+            return parts[0].split(":")[0]
+    return None

@@ -13,6 +13,7 @@ from steps.gpudirect_facts import (
     choose_mode,
     dmabuf_gaps,
 )
+from steps.gpudirect_rebuild import dmabuf_alternative, rebuild_blocker, rebuild_change, rebuild_reason
 from steps.gpudirect_verify import path_check, perftest_check
 from wizard.step import Change, CheckItem, FileWrite, HostPlan, RemoteCommand
 
@@ -62,6 +63,12 @@ def build_plan(host: str, facts: GpuDirectFacts, requested: str) -> HostPlan:
         )
         return plan
     plan.notes.append(_why_peermem(facts, requested))
+    if reason := rebuild_reason(facts):
+        if blocker := rebuild_blocker(host, facts, reason):
+            plan.blockers.append(blocker)
+            return plan
+        plan.changes.append(rebuild_change(host, facts, reason))
+        plan.notes.append(dmabuf_alternative(facts))
     if not facts.peermem_loaded:
         plan.changes.append(
             Change(
@@ -99,6 +106,8 @@ def host_checks(facts: GpuDirectFacts, requested: str, cluster: dict[str, Any] |
     mode, blockers = choose_mode(facts, requested)
     items = [_mode_item(facts, mode, blockers)]
     if mode == "peermem" and not blockers:
+        if facts.peermem_depends is not None:
+            items.append(_peermem_build(facts))
         items.append(_peermem_loaded(facts))
         items.append(
             CheckItem(
@@ -136,4 +145,17 @@ def _peermem_loaded(facts: GpuDirectFacts) -> CheckItem:
         if facts.peermem_loaded
         else "nvidia_peermem is not loaded" + (f"; kernel log: {log}" if log else ""),
         fix=None if facts.peermem_loaded else PEERMEM_FIX,
+    )
+
+
+def _peermem_build(facts: GpuDirectFacts) -> CheckItem:
+    """nvidia-peermem on disk references ib_core only when built against the peer-memory API."""
+    ok = "ib_core" in (facts.peermem_depends or [])
+    dkms = f"; dkms status: {'; '.join(facts.dkms_status)}" if facts.dkms_status else ""
+    return CheckItem(
+        id="peermem_build",
+        title="nvidia-peermem built against the peer-memory API",
+        status="pass" if ok else "fail",
+        evidence=f"modinfo -F depends nvidia-peermem: {','.join(facts.peermem_depends or []) or 'empty'}{dkms}",
+        fix=None if ok else PEERMEM_FIX,
     )

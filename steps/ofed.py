@@ -10,7 +10,7 @@ from steps.discovery import Discovery
 from steps.discovery_facts import DiscoveryFacts, try_parse
 from steps.ofed_checks import build_checks
 from steps.ofed_plan import build_plan
-from steps.ofed_repo import KEYRINGS, MANAGED_FILES
+from steps.ofed_repo import KEYRING_DIRS, KEYRINGS, MANAGED_FILES
 from wizard.executors.base import Executor
 from wizard.predict import Prediction
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
@@ -48,8 +48,10 @@ class Ofed(Step):
         facts.services = of.parse_is_active(states, of.TIME_UNITS)
         for path in MANAGED_FILES:
             facts.files[path] = await ex.read_file(path)
-        present = (await _out(ex, ["ls", "-1", "/etc/apt/trusted.gpg.d"], notes)).split()
-        facts.keyrings = [k for k in KEYRINGS if k.rsplit("/", 1)[-1] in present]
+        present = set()
+        for folder in KEYRING_DIRS:  # a missing /etc/apt/keyrings (apt < 2.4) lists nothing
+            present |= {f"{folder}/{n}" for n in (await _out(ex, ["ls", "-1", folder], notes, any_rc=True)).split()}
+        facts.keyrings = [k for k in KEYRINGS if k in present]
         facts.uninstall_script = await _true(ex, ["test", "-x", UNINSTALL_SCRIPT])
         build_dir = f"/lib/modules/{disc.kernel}/build"
         facts.kernel_headers = facts.kernel_headers or await _true(ex, ["test", "-e", build_dir])

@@ -6,7 +6,7 @@ from steps import ofed_support as sup
 from steps.discovery_facts import DiscoveryFacts, NicPort
 from steps.ofed_facts import RDMA_MODULES, TOOL_PACKAGES, OfedFacts
 from steps.ofed_firmware import assess_firmware, describe_old
-from steps.ofed_repo import apt, repo_setup
+from steps.ofed_repo import apt, move_legacy_doca_key, repo_setup
 from steps.ofed_state import State, assess
 from wizard.answer_sections import OfedSection
 from wizard.step import Change, HostPlan, Impact, RemoteCommand
@@ -199,6 +199,8 @@ def _ofed_changes(
             )
         )
     else:
+        if ofed.source == "vendor" and (move := move_legacy_doca_key(ofed, facts)):
+            changes.append(move)
         missing = [p for p in TOOL_PACKAGES if not facts.installed(p)]
         if missing:
             changes.append(

@@ -8,16 +8,24 @@ from dataclasses import dataclass, field
 from steps import ofed_support as sup
 from steps.ofed_facts import OfedFacts
 from wizard.answer_sections import OfedSection
-from wizard.step import FileWrite, RemoteCommand
+from wizard.step import Change, FileWrite, RemoteCommand
 
+# Keys of third-party repositories live in /etc/apt/keyrings and only the source that names them with signed-by
+# trusts them; a key in /etc/apt/trusted.gpg.d is trusted for every repository, so signed-by restricts nothing
+# (Debian wiki DebianRepository/UseThirdParty; sources.list(5) Signed-By). NVIDIA's DOCA page writes the key to
+# trusted.gpg.d: the wizard does not, and moves a key it finds there (LEGACY_DOCA_KEYRING).
+KEYRING_DIR = "/etc/apt/keyrings"
 DOCA_LIST = "/etc/apt/sources.list.d/doca.list"
-DOCA_KEYRING = "/etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub"
+DOCA_KEYRING = f"{KEYRING_DIR}/GPG-KEY-Mellanox.gpg"
+LEGACY_DOCA_KEYRING = "/etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub"
 MLNX_LIST = "/etc/apt/sources.list.d/mellanox_mlnx_ofed.list"
+# NVIDIA's downloaded mellanox_mlnx_ofed.list has no signed-by: apt verifies it only with a trusted.gpg.d key.
 MLNX_KEYRING = "/etc/apt/trusted.gpg.d/mellanox-mlnx-ofed.gpg"
 LOCAL_LIST = "/etc/apt/sources.list.d/roce-wizard-local-ofed.list"
-LOCAL_KEYRING = "/etc/apt/trusted.gpg.d/roce-wizard-local-ofed.pub"
+LOCAL_KEYRING = f"{KEYRING_DIR}/roce-wizard-local-ofed.gpg"
 MANAGED_FILES = (DOCA_LIST, MLNX_LIST, LOCAL_LIST)
-KEYRINGS = (DOCA_KEYRING, MLNX_KEYRING, LOCAL_KEYRING)
+KEYRINGS = (DOCA_KEYRING, LEGACY_DOCA_KEYRING, MLNX_KEYRING, LOCAL_KEYRING)
+KEYRING_DIRS = ("/etc/apt/trusted.gpg.d", KEYRING_DIR)
 _DOCA_DEB_RE = re.compile(r"doca-host[_-](\d+\.\d+\.\d+)")
 
 
@@ -41,10 +49,17 @@ def apt(*args: str, timeout_s: float | None = None) -> RemoteCommand:
     return RemoteCommand(argv=["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", *args], timeout_s=timeout_s)
 
 
+def _keyring_dir(keyring: str) -> list[RemoteCommand]:
+    # apt >= 2.4 (Ubuntu 22.04, Debian 12) ships /etc/apt/keyrings; older releases need it created first.
+    if not keyring.startswith(KEYRING_DIR + "/"):
+        return []
+    return [RemoteCommand(argv=["install", "-d", "-m", "0755", KEYRING_DIR])]
+
+
 def _fetch_key(url: str, keyring: str) -> list[RemoteCommand]:
     # The docs pipe `curl URL | gpg --dearmor > KEYRING`; the same in two argv commands, without a shell pipeline.
     download = "/tmp/roce-wizard-" + url.rsplit("/", 1)[-1]
-    return [
+    return _keyring_dir(keyring) + [
         RemoteCommand(argv=["curl", "-fsSL", "-o", download, url], timeout_s=120),
         RemoteCommand(argv=["gpg", "--batch", "--yes", "--dearmor", "-o", keyring, download]),
     ]
@@ -77,9 +92,40 @@ def _doca_online(ofed: OfedSection, facts: OfedFacts, os_label: str, arch: str) 
     if DOCA_KEYRING not in facts.keyrings:
         setup.keys += _fetch_key(sup.DOCA_KEY_URL, DOCA_KEYRING)
     setup.files += _list_file(DOCA_LIST, f"deb [signed-by={DOCA_KEYRING}] {url} ./", facts)
+    if LEGACY_DOCA_KEYRING in facts.keyrings:
+        setup.commands.append(_drop_legacy_key())
     if not setup.empty:
         setup.commands.append(apt("update"))
     return setup
+
+
+def _drop_legacy_key() -> RemoteCommand:
+    return RemoteCommand(argv=["rm", "-f", LEGACY_DOCA_KEYRING])
+
+
+def move_legacy_doca_key(ofed: OfedSection, facts: OfedFacts) -> Change | None:
+    """On an installed host whose DOCA key is in trusted.gpg.d: import it into /etc/apt/keyrings, point doca.list
+    at it and delete the globally trusted copy (nothing else about the installed stack changes)."""
+    listing = facts.files.get(DOCA_LIST) or ""
+    if ofed.stack != "doca" or ofed.source != "vendor" or LEGACY_DOCA_KEYRING not in facts.keyrings:
+        return None
+    if LEGACY_DOCA_KEYRING not in listing:
+        return None
+    keys = [] if DOCA_KEYRING in facts.keyrings else _fetch_key(sup.DOCA_KEY_URL, DOCA_KEYRING)
+    return Change(
+        summary=f"Move NVIDIA's package signing key from /etc/apt/trusted.gpg.d to {KEYRING_DIR}",
+        why=f"apt trusts a key in /etc/apt/trusted.gpg.d for every repository, so doca.list's signed-by restricts "
+        f"nothing (Debian wiki DebianRepository/UseThirdParty); in {KEYRING_DIR} only doca.list trusts it",
+        files=[
+            FileWrite(
+                path=DOCA_LIST,
+                content=listing.replace(LEGACY_DOCA_KEYRING, DOCA_KEYRING),
+                mode=0o644,
+                before=listing,
+            )
+        ],
+        commands=[*keys, _drop_legacy_key(), apt("update")],
+    )
 
 
 def _mlnx_online(ofed: OfedSection, facts: OfedFacts, os_label: str) -> RepoSetup:
@@ -110,6 +156,7 @@ def _local(ofed: OfedSection, facts: OfedFacts, *, fresh: bool) -> RepoSetup:
     setup = RepoSetup(description=f"the local repository {path}")
     if repo.signed:
         if LOCAL_KEYRING not in facts.keyrings:
+            setup.keys += _keyring_dir(LOCAL_KEYRING)
             setup.keys.append(
                 RemoteCommand(
                     argv=["gpg", "--batch", "--yes", "--dearmor", "-o", LOCAL_KEYRING, f"{path}/GPG-KEY-Mellanox.pub"]

@@ -202,3 +202,63 @@ async def test_cluster_probe_skips_with_the_reason_when_perftest_has_no_cuda():
         v, {"server1": PairHost("server1", ""), "server2": PairHost("server2", "")}
     )
     assert result["server1"]["gdr_test"]["skipped"].startswith("perftest on server2 is built without CUDA")
+
+
+# NVIDIA driver README "GPUDirect RDMA Peer Memory Client": a GPU driver installed before MLNX_OFED/DOCA must be
+# installed again; nvidia-peermem.Kbuild links the peer-memory API only when /usr/src/ofa_kernel existed at build.
+BUILT_BEFORE_DOCA = dict(peermem_depends=[], nvidia_dkms_package="nvidia-dkms-550-server")
+
+
+def test_driver_built_before_doca_is_rebuilt_by_reinstalling_its_dkms_package_before_peermem_loads():
+    plan = build_plan("server1", facts(**BUILT_BEFORE_DOCA), "auto")
+    rebuild, load, persist = plan.changes
+    assert rebuild.summary == (
+        "Rebuild the NVIDIA driver's kernel modules against the installed RDMA stack (nvidia-dkms-550-server reinstall)"
+    )
+    assert [c.shell() for c in rebuild.commands] == [
+        "sudo env DEBIAN_FRONTEND=noninteractive apt-get install --reinstall -y nvidia-dkms-550-server"
+    ]
+    assert rebuild.impact == "disruptive" and not rebuild.reboot
+    assert "no ib_core" in rebuild.why and "installed again" in rebuild.why
+    assert (load.summary, persist.files[0].path) == ("load nvidia-peermem", "/etc/modules-load.d/nvidia-peermem.conf")
+    assert any(n.startswith("alternative to the rebuild: DMA-BUF") for n in plan.notes)
+
+
+def test_missing_kernel_headers_are_installed_before_the_rebuild():
+    plan = build_plan("server1", facts(kernel_headers=False, **BUILT_BEFORE_DOCA), "auto")
+    assert [c.argv[3:] for c in plan.changes[0].commands] == [
+        ["install", "-y", "linux-headers-5.15.0-125-generic"],
+        ["install", "--reinstall", "-y", "nvidia-dkms-550-server"],
+    ]
+
+
+def test_a_build_against_another_doca_release_is_rebuilt_too():
+    log = ["[ 9.1] nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client"]
+    plan = build_plan("server1", facts(peermem_depends=["ib_core", "nvidia"], kernel_log=log,
+                                       nvidia_dkms_package="nvidia-dkms-550-server"), "auto")  # fmt: skip
+    assert plan.changes[0].summary.startswith("Rebuild the NVIDIA driver's kernel modules")
+    assert "another DOCA-OFED/MLNX_OFED release" in plan.changes[0].why
+
+
+def test_a_driver_not_installed_from_a_dkms_package_is_a_blocker_with_the_manual_fix():
+    plan = build_plan("server1", facts(peermem_depends=[]), "auto")
+    (blocker,) = plan.blockers
+    assert blocker.startswith("server1: nvidia-peermem was built without the peer-memory API")
+    assert "re-run its .run installer" in blocker and "DMA-BUF" in blocker
+    assert plan.changes == []
+
+
+def test_peermem_built_against_doca_needs_no_rebuild_and_its_build_check_passes():
+    good = facts(peermem_depends=["ib_core", "nvidia"], nvidia_dkms_package="nvidia-dkms-550-server",
+                 peermem_loaded=True, peermem_conf=PEERMEM_CONF_TEXT)  # fmt: skip
+    assert build_plan("server1", good, "auto").changes == []
+    items = {i.id: i for i in host_checks(good, "auto", None)}
+    assert items["peermem_build"].status == "pass"
+    assert items["peermem_build"].evidence == "modinfo -F depends nvidia-peermem: ib_core,nvidia"
+    stale = {i.id: i for i in host_checks(facts(**BUILT_BEFORE_DOCA), "auto", None)}
+    assert stale["peermem_build"].status == "fail" and "reinstall the NVIDIA driver" in stale["peermem_build"].fix
+
+
+def test_inbox_hosts_never_plan_a_rebuild_since_peermem_cannot_work_there():
+    plan = build_plan("server1", facts(ofed_stack=None, **BUILT_BEFORE_DOCA), "auto")
+    assert plan.changes == [] and "Unknown symbol ib_register_peer_memory_client" in plan.blockers[0]

@@ -17,7 +17,7 @@ from wizard.step import HostPlan, Impact
 INBOX_MODULES = ["ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma_cm"]
 DOCA_PKG = "2.9.1-018000-24.10-ubuntu2204"
 DOCA_LINE = (
-    "deb [signed-by=/etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub] "
+    "deb [signed-by=/etc/apt/keyrings/GPG-KEY-Mellanox.gpg] "
     "https://linux.mellanox.com/public/repo/doca/2.9.1/ubuntu22.04/x86_64/ ./"
 )
 
@@ -110,6 +110,7 @@ def test_doca_repository_line_and_key_are_the_ones_nvidia_documents() -> None:
     assert DOCA_LINE in listing.content.splitlines()
     assert listing.before is None
     assert [c.argv for c in key.commands + repo.commands] == [
+        ["install", "-d", "-m", "0755", "/etc/apt/keyrings"],
         [
             "curl",
             "-fsSL",
@@ -123,7 +124,7 @@ def test_doca_repository_line_and_key_are_the_ones_nvidia_documents() -> None:
             "--yes",
             "--dearmor",
             "-o",
-            "/etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub",
+            "/etc/apt/keyrings/GPG-KEY-Mellanox.gpg",
             "/tmp/roce-wizard-GPG-KEY-Mellanox.pub",
         ],
         ["env", "DEBIAN_FRONTEND=noninteractive", "apt-get", "update"],
@@ -274,7 +275,7 @@ def test_time_sync_none_leaves_time_alone() -> None:
 def test_headers_curl_and_gnupg_already_present_are_not_installed_again() -> None:
     plan = plan_for(fresh(kernel_headers=True))
     assert not any(c.summary.startswith("Install prerequisites") for c in plan.changes)
-    assert commands(plan)[0] == "sudo curl -fsSL -o /tmp/roce-wizard-GPG-KEY-Mellanox.pub " + (
+    assert commands(plan)[1] == "sudo curl -fsSL -o /tmp/roce-wizard-GPG-KEY-Mellanox.pub " + (
         "https://linux.mellanox.com/public/repo/doca/GPG-KEY-Mellanox.pub"
     )
 
@@ -313,7 +314,8 @@ def test_local_directory_is_verified_with_its_key_when_signed_and_trusted_when_n
     assert repo.files[0].path == LOCAL_LIST
     assert f"deb [signed-by={LOCAL_KEYRING}] file:/srv/doca ./" in repo.files[0].content
     key = next(c for c in plan.changes if c.summary.startswith("Import"))
-    assert key.commands[0].argv[-1] == "/srv/doca/GPG-KEY-Mellanox.pub"
+    assert key.commands[0].argv == ["install", "-d", "-m", "0755", "/etc/apt/keyrings"]
+    assert key.commands[1].argv[-1] == "/srv/doca/GPG-KEY-Mellanox.pub"
     unsigned = LocalRepo(path="/srv/doca", kind="dir", indexed=True)
     plan = plan_for(fresh(local_repo=unsigned), LOCAL.format("/srv/doca"))
     repo = next(c for c in plan.changes if c.summary.startswith("Add"))
@@ -428,3 +430,38 @@ def test_every_generated_command_line_is_valid_bash() -> None:
     ]
     script = "\n".join(line for plan in plans for line in commands(plan))
     assert subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True).returncode == 0
+
+
+def test_doca_key_is_a_keyring_in_etc_apt_keyrings_named_by_signed_by_never_in_trusted_gpg_d() -> None:
+    """Debian wiki DebianRepository/UseThirdParty: a third-party key MUST NOT go to /etc/apt/trusted.gpg.d (apt
+    then trusts it for every repository and signed-by restricts nothing); it goes to /etc/apt/keyrings and the
+    source names it with signed-by."""
+    plan = plan_for(fresh())
+    key = next(c for c in plan.changes if c.summary == "Import NVIDIA's package signing key")
+    argv = [c.argv for c in key.commands]
+    assert argv[0] == ["install", "-d", "-m", "0755", "/etc/apt/keyrings"]
+    assert ["gpg", "--batch", "--yes", "--dearmor", "-o", "/etc/apt/keyrings/GPG-KEY-Mellanox.gpg"] == argv[2][:6]
+    (listing,) = next(c for c in plan.changes if c.summary.startswith("Add")).files
+    assert "deb [signed-by=/etc/apt/keyrings/GPG-KEY-Mellanox.gpg] https://" in listing.content
+    assert "trusted.gpg.d" not in " ".join(commands(plan)) + listing.content
+
+
+def test_a_doca_key_left_in_trusted_gpg_d_is_moved_to_etc_apt_keyrings() -> None:
+    """A host set up the old way (NVIDIA's DOCA page writes the key to trusted.gpg.d): the key is imported into
+    /etc/apt/keyrings, doca.list names it, and the globally trusted copy is removed."""
+    old_line = DOCA_LINE.replace(
+        "/etc/apt/keyrings/GPG-KEY-Mellanox.gpg", "/etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub"
+    )
+    facts = doca_installed(
+        files={DOCA_LIST: f"# written by roce-wizard (stage ofed)\n{old_line}\n"},
+        keyrings=["/etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub"],
+    )
+    plan = plan_for(facts)
+    (move,) = plan.changes
+    assert move.summary == "Move NVIDIA's package signing key from /etc/apt/trusted.gpg.d to /etc/apt/keyrings"
+    shell = [c.shell() for c in move.commands]
+    assert shell[-2:] == [
+        "sudo rm -f /etc/apt/trusted.gpg.d/GPG-KEY-Mellanox.pub",
+        "sudo env DEBIAN_FRONTEND=noninteractive apt-get update",
+    ]
+    assert move.files[0].content.endswith(f"{DOCA_LINE}\n")

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from wizard.lab import gpudirect_dkms
+
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
 
@@ -104,14 +106,39 @@ def load(host: SimHost, name: str) -> None:
         raise ModError(f"modprobe: FATAL: Module {name} not found in directory /lib/modules/{host.profile.kernel}")
     for dep in deps_of(host, name):
         load(host, dep)
-    if name == "nvidia_peermem" and (host.stack != "doca" or host.fault("no_peermem")):
-        host.kernel_log("nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)")
-        raise ModError(
-            "modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, "
-            "or unknown parameter (see dmesg)"
-        )
+    if name == "nvidia_peermem":
+        _check_peermem(host)
     host.modules.append(name)
     host.on_module_change()
+
+
+UNKNOWN_SYMBOL = (
+    "modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown parameter (see dmesg)"
+)
+
+
+def _check_peermem(host: SimHost) -> None:
+    """Whether the on-disk nvidia-peermem.ko links against the ib_core that is loaded (gpudirect_dkms.py sources).
+
+    Built without MLNX_OFED/DOCA present: its init returns -EINVAL (nvidia-peermem.c). Built against DOCA but the
+    inbox ib_core is loaded: the peer-memory symbols do not exist (err -2). Built against another DOCA release's
+    Module.symvers: "disagrees about version of symbol" (err -22; NVIDIA/gpu-operator issue #2868).
+    """
+    symvers = gpudirect_dkms.peermem_symvers(host)
+    if symvers is None:
+        raise ModError(
+            f"modprobe: FATAL: Module nvidia_peermem not found in directory /lib/modules/{host.profile.kernel}"
+        )
+    if host.fault("no_peermem") or (symvers != gpudirect_dkms.NO_PEER_MEMORY and host.stack != "doca"):
+        host.kernel_log("nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)")
+        raise ModError(UNKNOWN_SYMBOL)
+    if symvers == gpudirect_dkms.NO_PEER_MEMORY:
+        raise ModError("modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument")
+    if symvers != gpudirect_dkms.ofa_symvers(host):
+        for symbol in ("ib_register_peer_memory_client", "ib_unregister_peer_memory_client"):
+            host.kernel_log(f"nvidia_peermem: disagrees about version of symbol {symbol}")
+            host.kernel_log(f"nvidia_peermem: Unknown symbol {symbol} (err -22)")
+        raise ModError(UNKNOWN_SYMBOL)
 
 
 def unload(host: SimHost, name: str, *, tool: str = "modprobe") -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from wizard.lab import gpudirect_dkms
 from wizard.lab.doca import (
     DOCA,
     DOCA_RELEASES,
@@ -72,8 +73,13 @@ def read_deb(data: bytes) -> Pkg | None:
     return Pkg(fields.get("Package", "unknown"), fields.get("Version", "0"), repo="local")
 
 
-def install_files(host: SimHost, pkg: Pkg) -> None:
-    """Unpack: binaries, links and files appear; the package is recorded as installed."""
+def install_files(host: SimHost, pkg: Pkg, *, provisioning: bool = True) -> None:
+    """Unpack: binaries, links and files appear; the package is recorded as installed.
+
+    ``provisioning``: the package is part of a host image built in NVIDIA's documented order (GPU driver after
+    DOCA-OFED), so the NVIDIA driver's DKMS modules are (re)built against what the image holds. apt-get and dpkg
+    pass False and run the maintainer scripts' effects themselves, in the order the operator chose.
+    """
     for path, tool in pkg.bins:
         host.fs.install(path, MARKER + tool.encode() + b"\n", 0o755)
     for path, target in pkg.links:
@@ -84,6 +90,9 @@ def install_files(host: SimHost, pkg: Pkg) -> None:
     for path, content, mode in pkg.files:
         host.fs.install(path, content, mode)
     host.packages[pkg.name] = pkg.version
+    if provisioning and (gpudirect_dkms.is_nvidia_dkms(pkg.name) or pkg.name == gpudirect_dkms.OFED_KERNEL_PKG):
+        if any(gpudirect_dkms.is_nvidia_dkms(n) for n in host.packages):
+            gpudirect_dkms.provision(host)
 
 
 def remove_files(host: SimHost, pkg: Pkg) -> None:

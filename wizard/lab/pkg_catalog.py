@@ -105,6 +105,7 @@ BASE: list[Pkg] = [
         ),
     ),
     Pkg("sudo", "1.9.9-1ubuntu2.4", bins=_tools("/usr/bin", "sudo")),
+    Pkg("udev", "249.11-0ubuntu3.12", bins=_tools("/usr/bin", "udevadm")),  # Ubuntu 22.04: /usr/bin/udevadm
     Pkg("dpkg", "1.21.1ubuntu2.3", bins=_tools("/usr/bin", "dpkg", "dpkg-query")),
     Pkg("apt", "2.4.13", bins=_tools("/usr/bin", "apt-get", "apt", "apt-cache")),
     Pkg(
@@ -154,7 +155,9 @@ BASE: list[Pkg] = [
             ),
         ),
     ),
-    Pkg("nvidia-dkms-550-server", "550.127.05-0ubuntu0.22.04.1", repo="cuda"),
+    # nvidia-dkms-* Depends: dkms; its maintainer scripts build the driver's modules with DKMS (gpudirect_dkms.py)
+    Pkg("dkms", "2.8.7-2ubuntu2.2", size_kb=70, bins=_tools("/usr/sbin", "dkms")),
+    Pkg("nvidia-dkms-550-server", "550.127.05-0ubuntu0.22.04.1", repo="cuda", size_kb=40200, depends=("dkms",)),
     Pkg("nvidia-utils-550-server", "550.127.05-0ubuntu0.22.04.1", repo="cuda", bins=_tools("/usr/bin", "nvidia-smi")),
     Pkg(
         "nvidia-driver-550-server",
@@ -207,7 +210,6 @@ UBUNTU: list[Pkg] = [
     Pkg("gcc", "4:11.2.0-1ubuntu1", size_kb=51),
     Pkg("make", "4.3-4.1build1", size_kb=180, bins=_tools("/usr/bin", "make")),
     Pkg("cmake", "3.22.1-1ubuntu1.22.04.2", size_kb=5000),
-    Pkg("dkms", "2.8.7-2ubuntu2.2", size_kb=70),
     Pkg("python3-venv", "3.10.6-1~22.04.1", size_kb=1),
     Pkg("python3-pip", "22.0.2+dfsg-1ubuntu0.5", size_kb=1300),
     Pkg("linux-headers-5.15.0-125", "5.15.0-125.135", size_kb=12400),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
+from wizard.lab import gpudirect_dkms
 from wizard.lab import packages as db
 from wizard.lab.commands import command
 from wizard.lab.streams import CommandFailed, Ctx
@@ -37,7 +38,7 @@ async def _dpkg_install(ctx: Ctx, paths: list[str]) -> int:
                 f"directories currently installed.)\nPreparing to unpack {path} ...\n"
                 f"Unpacking {pkg.name} ({pkg.version}) ..."
             )
-        db.install_files(ctx.host, pkg)
+        db.install_files(ctx.host, pkg, provisioning=False)
         ctx.print(f"Setting up {pkg.name} ({pkg.version}) ...")
     return 0
 
@@ -159,6 +160,8 @@ def _known(ctx: Ctx, name: str) -> db.Pkg | None:
 
 
 def _drop(ctx: Ctx, name: str) -> None:
+    if gpudirect_dkms.is_nvidia_dkms(name):
+        gpudirect_dkms.remove(ctx.host)  # the package's prerm: dkms remove nvidia/<version> --all
     pkg = _known(ctx, name)
     if pkg is not None:
         db.remove_files(ctx.host, pkg)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import re
 
+from wizard.lab import gpudirect_dkms, services
 from wizard.lab import packages as db
-from wizard.lab import services
 from wizard.lab.commands import command
 from wizard.lab.commands.dpkg import _dpkg_install, _drop
 from wizard.lab.streams import CommandFailed, Ctx
@@ -41,6 +41,20 @@ async def post_install(ctx: Ctx, pkg: db.Pkg) -> None:
         ctx.print(f"Building initial module for {kernel}")
         await _pause(ctx, 3.0)
         ctx.print("Done.")
+    if gpudirect_dkms.is_nvidia_dkms(pkg.name):
+        # the package's postinst: dkms build + install against the running kernel and, through the Kbuild's
+        # /usr/src/ofa_kernel probe, against DOCA/MLNX_OFED's peer-memory API if it is installed now
+        kernel = host.profile.kernel
+        if not ctx.fs.exists(f"/lib/modules/{kernel}/build"):
+            ctx.print(f"Loading new nvidia-{gpudirect_dkms.driver_version(host)} DKMS files...")
+            ctx.print(f"Building for {kernel}")
+            ctx.print(f"Error! Your kernel headers for kernel {kernel} cannot be found.")
+            raise PostInstallFailed(pkg.name)
+        gpudirect_dkms.remove(host, kernel)
+        gpudirect_dkms.install(host, kernel)
+        for line in gpudirect_dkms.build_messages(host, kernel):
+            ctx.print(line)
+        await _pause(ctx, 3.0)
     if pkg.name == "chrony":
         # Ubuntu's chrony conflicts with systemd-timesyncd: apt removes it
         timesyncd = services.find_unit(host, "systemd-timesyncd")
@@ -59,8 +73,9 @@ async def post_install(ctx: Ctx, pkg: db.Pkg) -> None:
                 await services.start(host, unit)
 
 
-def _resolve(ctx: Ctx, names: list[str]) -> list[db.Pkg]:
-    """Requested packages plus missing dependencies, dependencies first (apt's unpack order)."""
+def _resolve(ctx: Ctx, names: list[str], reinstall: bool = False) -> list[db.Pkg]:
+    """Requested packages plus missing dependencies, dependencies first (apt's unpack order); with
+    ``--reinstall`` a requested package already at its candidate version is unpacked and configured again."""
     out: list[db.Pkg] = []
     seen: set[str] = set()
 
@@ -73,7 +88,7 @@ def _resolve(ctx: Ctx, names: list[str]) -> list[db.Pkg]:
             return
         for dep in pkg.depends:
             visit(dep)
-        if ctx.host.packages.get(pkg.name) != pkg.version:
+        if ctx.host.packages.get(pkg.name) != pkg.version or (reinstall and name in names):
             out.append(pkg)
 
     for n in names:
@@ -109,7 +124,7 @@ async def apt_get(ctx: Ctx) -> int:
         ctx.print("Calculating upgrade...\n0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.")
         return 0
     if op == "install":
-        return await _install(ctx, names, assume_yes)
+        return await _install(ctx, names, assume_yes, reinstall="--reinstall" in args)
     if op in ("remove", "purge"):
         return await _remove(ctx, names, op)
     raise CommandFailed(f"E: Invalid operation {op}", 100)
@@ -135,7 +150,9 @@ async def _update(ctx: Ctx) -> int:
             lines += [f"Err:5 {where} InRelease", "  404  Not Found [IP: 23.53.100.77 443]"]
             errors.append(f"E: The repository '{where} Release' does not have a Release file.")
             ctx.host.doca_repo = None
-        elif key and not ctx.fs.exists(key.group(1)) and "trusted=yes" not in line:
+        elif "trusted=yes" not in line and not (
+            ctx.fs.exists(key.group(1)) if key else _globally_trusted(ctx, DOCA_KEY_DATA)
+        ):
             lines += [
                 f"Get:5 {where} InRelease [1,578 B]",
                 f"Err:5 {where} InRelease",
@@ -160,7 +177,20 @@ async def _update(ctx: Ctx) -> int:
     return 0
 
 
-async def _install(ctx: Ctx, names: list[str], assume_yes: bool) -> int:
+DOCA_KEY_DATA = b"roce-wizard-lab-dearmored-key"  # what the lab's gpg --dearmor writes for NVIDIA's key
+
+
+def _globally_trusted(ctx: Ctx, marker: bytes) -> bool:
+    """sources.list(5): an entry without signed-by is checked against every key in /etc/apt/trusted.gpg.d (and the
+    legacy trusted.gpg), which is why the Debian wiki (DebianRepository/UseThirdParty) forbids vendor keys there."""
+    try:
+        names = ctx.fs.listdir("/etc/apt/trusted.gpg.d")
+    except OSError:
+        return False
+    return any(marker in ctx.fs.read_bytes(f"/etc/apt/trusted.gpg.d/{n}") for n in names)
+
+
+async def _install(ctx: Ctx, names: list[str], assume_yes: bool, *, reinstall: bool = False) -> int:
     ctx.print("Reading package lists...\nBuilding dependency tree...\nReading state information...")
     local = [n for n in names if n.endswith(".deb")]
     names = [n.split("=", 1)[0] for n in names if not n.endswith(".deb")]
@@ -171,7 +201,7 @@ async def _install(ctx: Ctx, names: list[str], assume_yes: bool) -> int:
         rc = await _dpkg_install(ctx, [path])
         if rc:
             return rc
-    todo = _resolve(ctx, names)
+    todo = _resolve(ctx, names, reinstall)
     for n in names:
         if all(p.name != n for p in todo):
             ctx.print(f"{n} is already the newest version ({ctx.host.packages.get(n, '')}).")
@@ -179,7 +209,8 @@ async def _install(ctx: Ctx, names: list[str], assume_yes: bool) -> int:
         ctx.print("0 upgraded, 0 newly installed, 0 to remove and 0 not upgraded.")
         return 0
     new = [p for p in todo if p.name not in ctx.host.packages]
-    upgraded = [p for p in todo if p.name in ctx.host.packages]
+    again = [p for p in todo if ctx.host.packages.get(p.name) == p.version]
+    upgraded = [p for p in todo if p.name in ctx.host.packages and p not in again]
     extra = [p.name for p in new if p.name not in names]
     if extra:
         ctx.print("The following additional packages will be installed:\n  " + " ".join(extra))
@@ -187,11 +218,14 @@ async def _install(ctx: Ctx, names: list[str], assume_yes: bool) -> int:
         ctx.print("The following NEW packages will be installed:\n  " + " ".join(p.name for p in new))
     if upgraded:
         ctx.print("The following packages will be upgraded:\n  " + " ".join(p.name for p in upgraded))
-    ctx.print(f"{len(upgraded)} upgraded, {len(new)} newly installed, 0 to remove and 0 not upgraded.")
+    redo = f"{len(again)} reinstalled, " if again else ""
+    ctx.print(f"{len(upgraded)} upgraded, {len(new)} newly installed, {redo}0 to remove and 0 not upgraded.")
     size = sum(p.size_kb for p in todo)
+    grows = sum(p.size_kb for p in todo if p not in again)  # a reinstall replaces files of the same size
     ctx.print(
-        f"Need to get {size / 1000:.1f} MB of archives.\nAfter this operation, {size * 3 / 1000:.1f} MB of "
-        "additional disk space will be used."
+        f"Need to get {size / 1000:.1f} MB of archives.\nAfter this operation, "
+        + (f"{grows * 3 / 1000:.1f} MB of additional" if grows else "0 B of additional")
+        + " disk space will be used."
     )
     if (extra or upgraded) and not assume_yes:
         ctx.print("Do you want to continue? [Y/n] Abort.")
@@ -211,7 +245,7 @@ async def _install(ctx: Ctx, names: list[str], assume_yes: bool) -> int:
             ctx.print(f"Selecting previously unselected package {p.name}.")
             ctx.print(f"Preparing to unpack .../{db.deb_filename(p)} ...")
             ctx.print(f"Unpacking {p.name} ({p.version}) ...")
-        db.install_files(ctx.host, p)
+        db.install_files(ctx.host, p, provisioning=False)
         await _pause(ctx, 0.05)
     failed: list[str] = []
     for p in todo:
