@@ -6,6 +6,8 @@ from collections import Counter
 from typing import Any
 
 from steps import discovery_facts as df
+from steps.platform_checks import platform_checks
+from steps.platform_facts import named_endpoints
 from wizard.step import CheckItem
 
 SUPPORTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", "12")}
@@ -125,6 +127,8 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
                 f"expected {expect.expect_gpus}",
             )
         )
+    # ACS, IOMMU and link downgrades warn here; a port in InfiniBand mode fails (steps/platform_checks.py)
+    items += platform_checks(facts.platform, *named_endpoints(facts))
     return items
 
 

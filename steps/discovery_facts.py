@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from steps.platform_facts import PlatformFacts
 from wizard.parsers import ParseError, parse
 
 # PCI device ids of NVIDIA (Mellanox) network adapters we name; others are shown with their lspci text.
@@ -132,6 +133,8 @@ class DiscoveryFacts(_Model):
     gpus: list[Gpu] = Field(default_factory=list)
     gpu_driver: str | None = None
     nccl_version: str | None = None
+    platform: PlatformFacts | None = None
+    """PCIe paths/ACS, IOMMU mode, link training and NIC firmware settings (steps/platform_facts.py)."""
     notes: list[str] = Field(default_factory=list)
 
     def port_by_netdev(self, netdev: str) -> NicPort | None:

@@ -72,4 +72,5 @@ def _after_install(facts: HostFacts, names: dict[str, str], stack: str) -> HostF
     if gpudirect:
         gpudirect["ofed_stack"] = stack
         gpudirect["perftest_error"] = None
+        gpudirect["kernel_headers"] = True  # stage ofed installs them first: DKMS builds the OFED modules with them
     return facts

@@ -77,7 +77,8 @@ def doca_catalog(release: str = "2.9.1", os_tag: str = "ubuntu2204") -> list[Pkg
                 "/usr/bin", "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat"
             ),
         ),
-        Pkg("mstflint", f"4.16.1-2.{compact}068", repo="doca", size_kb=2600),
+        # mstflint ships mstconfig (the open-source mlxconfig): wizard/lab/cmd_pcie.py answers its queries
+        Pkg("mstflint", f"4.16.1-2.{compact}068", repo="doca", size_kb=2600, bins=_tools("/usr/bin", "mstconfig")),
         Pkg(
             "doca-ofed",
             f"{release}-{build}-{major}-{os_tag}",

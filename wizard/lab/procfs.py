@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from wizard.lab import kmods, rdma
+from wizard.lab import kmods, pcie, rdma
 from wizard.lab.netdevs import BOND_MODE_TEXT, HASH_POLICIES, Netdev
 from wizard.lab.vfs import DynDir, DynFile, Node
 
@@ -33,7 +33,7 @@ def proc_root(host: SimHost) -> DynDir:
                     "11.4.0, GNU ld (GNU Binutils for Ubuntu) 2.38) #135-Ubuntu SMP Fri Sep 27 13:53:58 UTC 2024\n"
                 )
             ),
-            "cmdline": _text(lambda: f"BOOT_IMAGE=/vmlinuz-{p.kernel} root=/dev/mapper/ubuntu--vg-ubuntu--lv ro\n"),
+            "cmdline": _text(lambda: pcie.cmdline(host)),  # iommu_translated adds intel_iommu=on
             "mounts": _text(lambda: MOUNTS),
             "uptime": _text(lambda: f"{host.uptime():.2f} {host.uptime() * 100:.2f}\n"),
             "loadavg": _text(lambda: "0.08 0.03 0.01 1/812 4242\n"),

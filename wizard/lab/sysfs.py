@@ -6,7 +6,7 @@ import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from wizard.lab import rdma
+from wizard.lab import pcie, pcie_sysfs, rdma
 from wizard.lab.netdevs import BOND_MODES, HASH_POLICIES, Netdev
 from wizard.lab.sysfs_rdma import RdmaSysfs
 from wizard.lab.sysfs_util import _const, _dir, _int_writer, _ro
@@ -35,14 +35,17 @@ class Sysfs(RdmaSysfs):
                     }
                 ),
                 "bus": _dir(lambda: {"pci": _dir(lambda: {"devices": _dir(self._bus_pci)})}),
-                "devices": _dir(lambda: {"pci0000:00": _dir(self._pci_root), "virtual": self._virtual()}),
+                "devices": _dir(lambda: {**pcie_sysfs.host_bridges(self), "virtual": self._virtual()}),
                 "module": _dir(self._modules),
-                "kernel": _dir(lambda: {"config": _dir(self._configfs)}),
+                "kernel": _dir(
+                    lambda: {"config": _dir(self._configfs), "iommu_groups": pcie_sysfs.iommu_groups_dir(self.host)}
+                ),
             }
         )
 
     def pci_path(self, addr: str) -> str:
-        return f"/sys/devices/pci0000:00/0000:00:{self._pci_slot(addr):02x}.0/{addr}"
+        # root port and switch ports above the device, as the kernel nests them (wizard/lab/pcie.py)
+        return pcie.topology(self.host.profile).sysfs_path(addr)
 
     def _pci_devices(self) -> list[str]:
         return self._pci
@@ -67,11 +70,6 @@ class Sysfs(RdmaSysfs):
     def _bus_pci(self) -> dict[str, Node]:
         return {a: Symlink(self.pci_path(a)) for a in self._pci_devices()}
 
-    def _pci_root(self) -> dict[str, Node]:
-        return {
-            f"0000:00:{self._pci_slot(a):02x}.0": _dir(lambda a=a: {a: self._pci_device(a)})
-            for a in self._pci_devices()
-        }
 
     def _virtual(self) -> DynDir:
         def nets() -> dict[str, Node]:
@@ -117,6 +115,9 @@ class Sysfs(RdmaSysfs):
                     f"0x000000{int(addr[5:7], 16):02x}e0000000 0x000000{int(addr[5:7], 16):02x}e1ffffff"
                 ),
             }
+            group = pcie.iommu_group_of(host, addr)
+            if group is not None:
+                e["iommu_group"] = Symlink(f"/sys/kernel/iommu_groups/{group}")
             loaded = {"mlx5_core": "mlx5_core", "nvidia": "nvidia"}.get(drv, drv)
             if loaded in host.modules:
                 e["driver"] = Symlink(f"/sys/bus/pci/drivers/{drv}")

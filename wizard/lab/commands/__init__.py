@@ -78,6 +78,7 @@ def _load_stage_extensions() -> None:
     import wizard.lab.cmd_inference  # noqa: F401
     import wizard.lab.cmd_nccl  # noqa: F401
     import wizard.lab.cmd_ofed  # noqa: F401
+    import wizard.lab.cmd_pcie  # noqa: F401
     import wizard.lab.cmd_perftest  # noqa: F401
     import wizard.lab.cmd_transient  # noqa: F401
 

@@ -1,0 +1,204 @@
+"""Platform facts GPUDirect depends on: PCIe paths and ACS, IOMMU mode, link training, NIC firmware settings.
+
+Read-only probe shared by discovery and gpudirect; every command is an argv list, parsing happens here in Python.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from wizard.executors.base import SudoRefused
+from wizard.parsers import ParseError
+from wizard.parsers.mlxconfig import config_name, parse_mlxconfig_q
+from wizard.parsers.pcie import parse_lspci_vvv
+
+BDF_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+FIRMWARE_TOOLS = ("mlxconfig", "mstconfig")  # NVIDIA MFT, or mstflint (installed by DOCA-OFED)
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Link(_Model):
+    """PCIe link of a NIC function or GPU: capability and what it trained at."""
+
+    pci: str
+    name: str  # netdev or GPU<n>
+    kind: str  # nic or gpu
+    cap_speed: float
+    cap_width: int
+    sta_speed: float
+    sta_width: int
+
+
+class Bridge(_Model):
+    pci: str
+    port_type: str | None = None
+    acs_ctl: str | None = None  # the ACSCtl flags as printed
+    redirect: bool = False
+
+
+class CardFirmware(_Model):
+    pci: str  # the function queried
+    tool: str
+    device_type: str | None = None
+    link_types: dict[int, list[str]] = Field(default_factory=dict)  # port -> [current, next boot]
+    sriov_en: str | None = None
+    num_vfs: str | None = None
+    advanced_pci_settings: str | None = None
+    error: str | None = None
+
+
+class PlatformFacts(_Model):
+    chains: dict[str, list[str]] = Field(default_factory=dict)  # endpoint -> bridges from the root port, itself last
+    caps_readable: bool | None = None  # False: lspci ran without root ("Capabilities: <access denied>")
+    bridges: dict[str, Bridge] = Field(default_factory=dict)
+    links: list[Link] = Field(default_factory=list)
+    cmdline: str | None = None
+    iommu_groups: int | None = None
+    iommu_types: dict[str, str] = Field(default_factory=dict)  # endpoint -> DMA, DMA-FQ, identity, ...
+    firmware_tool: str | None = None
+    firmware: list[CardFirmware] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+
+def named_endpoints(disc: Any) -> tuple[dict[str, str], dict[str, str]]:
+    """({pci: netdev} of the ConnectX functions, {pci: "GPU<n>"}) from discovery facts."""
+    nics = {p.pci: p.netdev or p.pci for p in disc.ports if BDF_RE.fullmatch(p.pci)}
+    gpus = {normalize_bdf(g.bus_id): f"GPU{g.index}" for g in disc.gpus if g.bus_id}
+    return nics, gpus
+
+
+def normalize_bdf(bus_id: str) -> str:
+    """``00000000:38:00.0`` (nvidia-smi) or ``3b:00.0`` -> ``0000:38:00.0``."""
+    text = bus_id.strip().lower()
+    return text[-12:] if len(text) >= 12 else f"0000:{text}"
+
+
+def chains_from_paths(readlink_output: str) -> dict[str, list[str]]:
+    """``readlink -f /sys/bus/pci/devices/X`` lines -> {X: [root port, ..., X]} from the nested sysfs path."""
+    chains = {}
+    for line in readlink_output.splitlines():
+        found = BDF_RE.findall(line.strip())
+        if found:
+            chains[found[-1]] = found
+    return chains
+
+
+def iommu_types(grep_output: str) -> dict[str, str]:
+    """``grep -sH . /sys/bus/pci/devices/X/iommu_group/type`` -> {X: type}."""
+    out = {}
+    for line in grep_output.splitlines():
+        match = re.match(r"^/sys/bus/pci/devices/([^/]+)/iommu_group/type:(\S+)", line.strip())
+        if match:
+            out[match.group(1)] = match.group(2)
+    return out
+
+
+def apply_lspci(facts: PlatformFacts, text: str, names: dict[str, tuple[str, str]]) -> None:
+    """Links of the named endpoints ({pci: (name, kind)}) and ACS of every bridge on their chains."""
+    try:
+        listing = parse_lspci_vvv(text)
+    except ParseError as exc:
+        facts.notes.append(f"lspci -vvv: {exc}")
+        return
+    facts.caps_readable = not any(d.caps_denied for d in listing.devices)
+    on_paths = {b for chain in facts.chains.values() for b in chain[:-1]}
+    for dev in listing.devices:
+        addr = normalize_bdf(dev.address)
+        if addr in on_paths:
+            flags = " ".join(f"{k}{'+' if v else '-'}" for k, v in (dev.acs_ctl or {}).items()) or None
+            facts.bridges[addr] = Bridge(pci=addr, port_type=dev.port_type, acs_ctl=flags, redirect=dev.acs_redirect)
+        if addr in names and dev.link_cap and dev.link_sta:
+            name, kind = names[addr]
+            facts.links.append(
+                Link(
+                    pci=addr,
+                    name=name,
+                    kind=kind,
+                    cap_speed=dev.link_cap.speed_gts,
+                    cap_width=dev.link_cap.width,
+                    sta_speed=dev.link_sta.speed_gts,
+                    sta_width=dev.link_sta.width,
+                )
+            )
+
+
+def card_firmware(pci: str, tool: str, text: str) -> CardFirmware:
+    try:
+        device = parse_mlxconfig_q(text).devices[0]
+    except ParseError as exc:
+        return CardFirmware(pci=pci, tool=tool, error=str(exc))
+    ports = sorted(int(k.rsplit("P", 1)[1]) for k in device.values if re.fullmatch(r"LINK_TYPE_P\d+", k))
+    return CardFirmware(
+        pci=pci,
+        tool=tool,
+        device_type=device.device_type,
+        link_types={
+            n: [device.value(f"LINK_TYPE_P{n}") or "", device.next_boot(f"LINK_TYPE_P{n}") or ""] for n in ports
+        },
+        sriov_en=device.value("SRIOV_EN"),
+        num_vfs=device.value("NUM_OF_VFS"),
+        advanced_pci_settings=device.value("ADVANCED_PCI_SETTINGS"),
+    )
+
+
+def is_ib(value: str) -> bool:
+    return (config_name(value) or "").upper() in ("IB", "1") or value.strip() == "1"
+
+
+async def probe_platform(ex: Any, nics: dict[str, str], gpus: dict[str, str]) -> PlatformFacts:
+    """Read the platform for NIC functions ({pci: netdev}) and GPUs ({pci: "GPU0"}); changes nothing."""
+    facts = PlatformFacts()
+    names = {p: (n, "nic") for p, n in nics.items()} | {p: (n, "gpu") for p, n in gpus.items()}
+    if not names:
+        return facts
+    endpoints = sorted(names)
+    links = await ex.run(["readlink", "-f", *(f"/sys/bus/pci/devices/{a}" for a in endpoints)])
+    facts.chains = chains_from_paths(links.stdout)
+    # capabilities (LnkCap/LnkSta, ACSCtl) are readable by root only: lspci prints "<access denied>" otherwise
+    try:
+        lspci = await ex.run(["lspci", "-D", "-vvv"], sudo=True)
+    except SudoRefused:
+        lspci = await ex.run(["lspci", "-D", "-vvv"])
+    if lspci.ok:
+        apply_lspci(facts, lspci.stdout, names)
+    else:
+        facts.notes.append(f"lspci -vvv: {lspci.first_error_line() or 'failed'}")
+    cmdline = await ex.run(["cat", "/proc/cmdline"])
+    facts.cmdline = cmdline.stdout.strip() if cmdline.ok else None
+    groups = await ex.run(["ls", "/sys/kernel/iommu_groups"])
+    facts.iommu_groups = len(groups.stdout.split()) if groups.ok else None
+    if facts.iommu_groups:
+        types = await ex.run(["grep", "-sH", ".", *(f"/sys/bus/pci/devices/{a}/iommu_group/type" for a in endpoints)])
+        facts.iommu_types = iommu_types(types.stdout)
+    await _probe_firmware(ex, facts, sorted(nics))
+    return facts
+
+
+async def _probe_firmware(ex: Any, facts: PlatformFacts, functions: list[str]) -> None:
+    cards = sorted({f.rsplit(".", 1)[0]: f for f in sorted(functions, reverse=True)}.values())
+    for tool in FIRMWARE_TOOLS:
+        for pci in cards:
+            try:
+                # -e adds the Default and Current columns: Current is what runs now, Next Boot what comes after a reboot
+                result = await ex.run([tool, "-d", pci, "-e", "q"], sudo=True)
+            except SudoRefused as exc:
+                facts.notes.append(f"{tool}: {exc.detail}")
+                return
+            if result.exit_status == 127 or "command not found" in result.stderr:  # sudo says so with exit 1
+                break
+            facts.firmware_tool = tool
+            text = result.stdout if result.ok else ""
+            fw = (
+                card_firmware(pci, tool, text)
+                if text
+                else CardFirmware(pci=pci, tool=tool, error=result.first_error_line() or f"exit {result.exit_status}")
+            )
+            facts.firmware.append(fw)
+        if facts.firmware_tool:
+            return
