@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import secrets
@@ -10,10 +11,21 @@ from typing import Any
 
 from steps import inference_bench as bench
 from steps.inference_checks import host_checks, version_consistency
+from steps.inference_choice import endpoint, gpu_topology
 from steps.inference_fabric import read_live
-from steps.inference_layout import build_layout
+from steps.inference_layout import Layout, build_layout
 from steps.inference_plan import plan_host, serving_units
-from steps.inference_units import ENGINE_UNIT, ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR, venv_bin
+from steps.inference_units import (
+    ENGINE_UNIT,
+    ENV_PATH,
+    KEY_ENV,
+    KEY_HEADER,
+    QOS_UNIT,
+    RAY_UNIT,
+    TOKEN_PATH,
+    UNIT_DIR,
+    venv_bin,
+)
 from wizard.executors.base import Executor
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
@@ -53,6 +65,17 @@ class Inference(Step):
         # Only a hash of the Ray token is ever read back: its value must not land in logs or facts.
         digest = await ex.run(["sha256sum", TOKEN_PATH], sudo=True)
         facts["ray_token_sha256"] = digest.stdout.split()[0] if digest.ok and digest.stdout.split() else None
+        # Mode and owner of the API key files only: the key itself is never read by the wizard.
+        facts["api_key"] = {}
+        for name, path in (("env", KEY_ENV), ("header", KEY_HEADER)):
+            mode = await ex.run(["stat", "-c", "%a %U", path], sudo=True)
+            facts["api_key"][name] = mode.stdout.strip() if mode.ok else None
+        topo = await ex.run(["nvidia-smi", "topo", "-m"])
+        facts["gpu_topology"] = gpu_topology(topo.stdout) if topo.ok else None
+        qos = {}
+        for verb in ("is-active", "is-enabled"):
+            qos[verb.removeprefix("is-")] = (await ex.run(["systemctl", verb, QOS_UNIT])).stdout.strip()
+        facts["qos_unit"] = {"active": qos["active"], "enabled": qos["enabled"]}
         for unit in (RAY_UNIT, ENGINE_UNIT):
             active = (await ex.run(["systemctl", "is-active", unit])).stdout.strip() or "unknown"
             enabled = (await ex.run(["systemctl", "is-enabled", unit])).stdout.strip() or "not-found"
@@ -68,33 +91,45 @@ class Inference(Step):
             return HostPlan(
                 stage=self.id, host=host, noop_reason="inference.enabled is false in the answers; nothing deployed"
             )
-        return plan_host(view, build_layout(view), host, self.ray_token)
+        layout = build_layout(view)
+        return plan_host(layout.effective(view), layout, host, self.ray_token)
 
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
         if not view.answers.inference.enabled:
             return [
                 CheckItem(id="enabled", title="inference service", status="skip", evidence="inference.enabled is false")
             ]
-        return host_checks(view, build_layout(view), host)
+        layout = build_layout(view)
+        return host_checks(layout.effective(view), layout, host)
 
     def describe(self, view: ClusterView, host: str) -> list[str]:
         """The endpoint's health and the latency/throughput probe, shown without --verbose."""
         if not view.answers.inference.enabled:
             return []
-        shown = [c for c in host_checks(view, build_layout(view), host) if c.id in ("health", "probe")]
-        return [f"{c.title}: {c.evidence}" for c in shown if c.status in ("pass", "warn")]
+        layout = build_layout(view)
+        shown = [c for c in host_checks(layout.effective(view), layout, host) if c.id in ("health", "probe")]
+        lines = [f"{c.title}: {c.evidence}" for c in shown if c.status in ("pass", "warn")]
+        node = layout.node(host)
+        if node is not None and node in layout.api_nodes():
+            kind = f"replica {layout.nodes.index(node) + 1} of {len(layout.nodes)}" if layout.replicas else "the group"
+            lines.append(f"endpoint ({kind}): {endpoint(view.answers.inference, node.ip)} (key: {KEY_ENV} on {host})")
+        return lines
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         if not view.answers.inference.enabled:
             return {}
-        return version_consistency(view, build_layout(view))
+        layout = build_layout(view)
+        return version_consistency(layout.effective(view), layout)
 
     async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
-        cfg = view.answers.inference
-        if not cfg.enabled:
+        if not view.answers.inference.enabled:
             return {}
         layout = build_layout(view)
+        view = layout.effective(view)
+        cfg = view.answers.inference
         head = layout.head
+        if layout.replicas:
+            return await self._probe_replicas(view, layout, executors)
         if head is None or any(layout.refusals(n.host) for n in layout.nodes):
             return {}
         missing = [n.host for n in layout.nodes if n.host not in executors]
@@ -111,6 +146,24 @@ class Inference(Step):
         for node in layout.nodes[1:]:
             out[node.host] = {"served_by": head.host, "health": health}
         return out
+
+    async def _probe_replicas(
+        self, view: ClusterView, layout: Layout, executors: dict[str, Executor]
+    ) -> dict[str, dict[str, Any]]:
+        """Every replica's own endpoint: health, then the latency/throughput probe, all replicas at once."""
+        cfg = view.answers.inference
+
+        async def one(host: str) -> dict[str, Any]:
+            engine = ENGINE_UNIT if ENGINE_UNIT in serving_units(view, layout, host) else RAY_UNIT
+            health = await bench.wait_healthy(executors[host], cfg, engine, cfg.ready_timeout_s)
+            result: dict[str, Any] = {"health": health}
+            if health["healthy"]:
+                result["probe"] = await bench.run_probe(executors[host], cfg)
+            return result
+
+        ready = [n.host for n in layout.nodes if n.host in executors and not layout.refusals(n.host)]
+        results = await asyncio.gather(*(one(h) for h in ready))
+        return dict(zip(ready, results, strict=True))
 
 
 def parse_pip_list(text: str) -> dict[str, str]:

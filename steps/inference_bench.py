@@ -8,6 +8,7 @@ import math
 import time
 from typing import Any
 
+from steps.inference_units import KEY_HEADER
 from wizard.answer_sections import InferenceSection
 from wizard.executors.base import Executor
 
@@ -33,6 +34,9 @@ def completion_argv(cfg: InferenceSection) -> list[str]:
         "600",
         "-H",
         "Content-Type: application/json",
+        # The key stays on the host: curl (run as root) reads the 0600 header file itself (curl(1) -H @file, 7.55+).
+        "-H",
+        f"@{KEY_HEADER}",
         "-d",
         body,
         "-w",
@@ -127,7 +131,7 @@ async def run_probe(executor: Executor, cfg: InferenceSection) -> dict[str, Any]
     remaining = cfg.probe_requests
     while remaining > 0:
         size = min(cfg.probe_concurrency, remaining)
-        outputs = await asyncio.gather(*(executor.run(argv, timeout_s=660) for _ in range(size)))
+        outputs = await asyncio.gather(*(executor.run(argv, sudo=True, timeout_s=660) for _ in range(size)))
         wave = [parse_completion(o.stdout) if o.ok else {"ok": False, "error": o.first_error_line()} for o in outputs]
         waves.append(wave)
         results.extend(wave)

@@ -76,7 +76,7 @@ def host_checks(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]
 
 def _service_items(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]:
     cfg = view.answers.inference
-    head = layout.head
+    head = layout.node(host) if layout.replicas else layout.head  # each replica answers on its own host
     assert head is not None
     cluster: dict[str, Any] = (view.stage_facts(host, "inference") or {}).get("cluster") or {}
     if cluster.get("skipped"):
@@ -155,7 +155,8 @@ def version_consistency(view: ClusterView, layout: Layout) -> dict[str, list[Che
                 CheckItem(
                     id=f"same_{name}",
                     title=f"same {name} release on every host",
-                    status="fail",
+                    # replicas never talk to each other: different releases only answer differently
+                    status="warn" if layout.replicas else "fail",
                     evidence=listing,
                     fix=f"set inference.engine_version to pin one release and re-run ({name} must match)",
                 )

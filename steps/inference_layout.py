@@ -5,9 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from steps.discovery_facts import DiscoveryFacts
+from steps.inference_choice import choose, endpoint, numa_notes, qos_in_use, size_rules
 from steps.inference_fabric import roce_ports
-from steps.inference_models import fit, has_nvlink, resolve_spec
-from wizard.answer_sections import InferenceSection
 from wizard.step import ClusterView
 
 
@@ -23,6 +22,7 @@ class Node:
     gpus: int
     gpu_driver: str | None
     rails: tuple[str, ...] = ()  # subnet of each HCA, same order
+    qos: bool = False  # the roce stage's QoS unit is in use here: the serving units Require= and start After= it
 
 
 @dataclass
@@ -36,10 +36,35 @@ class Layout:
     host_blockers: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     quantization: str | None = None
+    mode: str = "span"  # "replicas": every node serves the model alone (rank 0 of a group of one)
+    tp: int = 1
+    pp: int = 1
+
+    @property
+    def replicas(self) -> bool:
+        return self.mode == "replicas"
 
     @property
     def head(self) -> Node | None:
         return self.nodes[0] if self.nodes else None
+
+    @property
+    def group_size(self) -> int:
+        """Nodes in one serving group: 1 for replicas, every serving node for span."""
+        return 1 if self.replicas else len(self.nodes)
+
+    def api_nodes(self) -> list[Node]:
+        """Nodes that serve the OpenAI API: each replica, or the head of the one group."""
+        return list(self.nodes) if self.replicas else self.nodes[:1]
+
+    def effective(self, view: ClusterView) -> ClusterView:
+        """The view with the layout's TP/PP (and, for replicas, no Ray: one node needs vLLM's mp backend only)."""
+        cfg = view.answers.inference
+        update: dict[str, object] = {"tensor_parallel_size": self.tp, "pipeline_parallel_size": self.pp}
+        if self.replicas:
+            update["executor_backend"] = "mp"
+        answers = view.answers.model_copy(update={"inference": cfg.model_copy(update=update)})
+        return ClusterView(answers, view.facts)
 
     def node(self, host: str) -> Node | None:
         return next((n for n in self.nodes if n.host == host), None)
@@ -47,6 +72,8 @@ class Layout:
     def refusals(self, host: str) -> list[str]:
         """Blockers for ``host``: its own, then the group's (a group missing one member cannot serve)."""
         own = self.host_blockers.get(host, [])
+        if self.replicas:  # a replica serves alone: another host's trouble is not its own
+            return own + self.blockers
         others = [
             f"{name} cannot join the serving group: {reason.removeprefix(f'{name}: ')}"
             for name, reasons in self.host_blockers.items()
@@ -92,7 +119,17 @@ def _node(view: ClusterView, host: str, rank: int, layout: Layout) -> Node | Non
         problems.append(f"{host}: no GPUs found by nvidia-smi; install the NVIDIA driver first")
         return None
     names = tuple(p.hca for p in hcas)
-    return Node(host, rank, ip, ifname, names, len(facts.gpus), facts.gpu_driver, tuple(p.rail for p in hcas))
+    qos, why = qos_in_use(view, host)
+    if (view.stage_facts(host, "inference") or {}).get("qos_unit", {}).get("active") == "failed":
+        problems.append(
+            f"{host}: roce-wizard-qos.service failed, so DSCP trust/PFC may be missing and NCCL would run on a lossy"
+            f" class. Fix: journalctl -u roce-wizard-qos.service on {host}, then roce-wizard --answers FILE --from roce"
+        )
+        return None
+    if why:
+        layout.notes.append(why)
+    rails = tuple(p.rail for p in hcas)
+    return Node(host, rank, ip, ifname, names, len(facts.gpus), facts.gpu_driver, rails, qos)
 
 
 def _common_rails(layout: Layout) -> None:
@@ -130,11 +167,8 @@ def _gpus(view: ClusterView, hosts: list[str]) -> tuple[int, str]:
 
 def build_layout(view: ClusterView) -> Layout:
     """Pure: the serving group for the answers and facts, with blockers that carry the numbers."""
-    cfg: InferenceSection = view.answers.inference
     layout = Layout()
     hosts = [h.name for h in view.answers.hosts]
-    tp, pp = cfg.tensor_parallel_size, cfg.pipeline_parallel_size
-    world = tp * pp
     counts = []
     for host in hosts:
         raw = view.stage_facts(host, "discovery")
@@ -144,6 +178,14 @@ def build_layout(view: ClusterView) -> Layout:
         layout.blockers.append("no GPUs were discovered on any host; run discovery on hosts with NVIDIA GPUs")
         return layout
     layout.per_node_gpus = per_node
+    choice = choose(view, hosts, per_node, *_gpus(view, hosts))
+    layout.mode, layout.tp, layout.pp = choice.mode, choice.tp, choice.pp
+    layout.notes += choice.notes
+    layout.blockers += choice.blockers
+    if layout.replicas:
+        return _replicas(view, hosts, layout)
+    tp, pp = layout.tp, layout.pp
+    world = tp * pp
     if tp <= per_node and per_node % tp:
         layout.blockers.append(
             f"tensor_parallel_size {tp} does not divide the {per_node} GPUs per node; use one of "
@@ -176,9 +218,44 @@ def build_layout(view: ClusterView) -> Layout:
             layout.nodes.append(node)
     layout.host_blockers = {h: r for h, r in layout.host_blockers.items() if r}
     _common_rails(layout)
-    _size_rules(view, serving, layout)
+    size_rules(view, serving, layout, _gpus(view, serving))
     _operator_notes(view, layout)
     return layout
+
+
+def _replicas(view: ClusterView, hosts: list[str], layout: Layout) -> Layout:
+    """One engine per node, each rank 0 of its own group: no Ray, no rendezvous, no rail shared between replicas."""
+    cfg = view.answers.inference
+    for host in hosts:
+        node = _node(view, host, 0, layout)
+        if node is not None:
+            layout.nodes.append(node)
+            layout.notes += numa_notes(view, host, layout.tp)
+    layout.host_blockers = {h: r for h, r in layout.host_blockers.items() if r}
+    size_rules(view, hosts, layout, _gpus(view, hosts))
+    if cfg.engine == "vllm" and cfg.executor_backend == "ray":
+        layout.notes.append(
+            "no Ray units with replicas: a single-node vLLM runs its TP workers with the multiprocessing backend"
+            " (--distributed-executor-backend mp), so roce-wizard-ray.service is not installed (an existing one is"
+            " stopped and disabled) and Ray is not pip-installed; layout span brings Ray back"
+        )
+    if cfg.api_host not in ("0.0.0.0", "::", "127.0.0.1", "::1") and len(hosts) > 1:
+        layout.blockers.append(
+            f"inference.api_host {cfg.api_host} is one address, but every replica binds the API on its own host."
+            " Fix: api_host 0.0.0.0 (the API key guards it) or 127.0.0.1 behind a local proxy"
+        )
+    listed = ", ".join(f"{endpoint(cfg, n.ip)} ({n.host})" for n in layout.nodes)
+    if listed:
+        layout.notes.append(
+            f"endpoints: {listed}; each replica checks the API key in its host's {API_KEY_NOTE}. Spread clients"
+            " over them (a round-robin proxy such as an nginx upstream, or client-side lists); copy one host's key"
+            " files to the others before the next run to use one key everywhere (existing key files are kept)"
+        )
+    _operator_notes(view, layout)
+    return layout
+
+
+API_KEY_NOTE = "/etc/roce-wizard/inference-api-key.env (0600, generated on the host, never leaves it)"
 
 
 def _operator_notes(view: ClusterView, layout: Layout) -> None:
@@ -192,7 +269,7 @@ def _operator_notes(view: ClusterView, layout: Layout) -> None:
         )
         + "; set inference.hf_home to a pre-filled cache on air-gapped hosts"
     )
-    if len(layout.nodes) > 1 and layout.head is not None:
+    if len(layout.nodes) > 1 and layout.head is not None and not layout.replicas:
         ports = (
             f"Ray {cfg.ray_port} and its worker ports"
             if cfg.engine == "vllm" and cfg.executor_backend == "ray"
@@ -200,53 +277,6 @@ def _operator_notes(view: ClusterView, layout: Layout) -> None:
         )
         layout.notes.append(
             f"TCP between the hosts' management addresses must be open ({ports}, NCCL/Gloo bootstrap on ephemeral"
-            f" ports); the API on {cfg.api_host}:{cfg.port} has no authentication, keep it on a trusted network"
-        )
-
-
-def _size_rules(view: ClusterView, serving: list[str], layout: Layout) -> None:
-    cfg = view.answers.inference
-    tp, pp = cfg.tensor_parallel_size, cfg.pipeline_parallel_size
-    memory, name = _gpus(view, serving)
-    spec, unknown = resolve_spec(cfg.model, cfg.params_billion, cfg.dtype)
-    if spec is None:
-        layout.blockers.append(unknown or "unknown model size")
-        return
-    if memory == 0:
-        layout.blockers.append("GPU memory size unknown (nvidia-smi memory.total missing); cannot check the fit")
-        return
-    published = resolve_spec(cfg.model, None, None)[0]
-    if published is not None and spec.dtype != published.dtype:
-        if spec.dtype == "fp8" and published.dtype in ("bf16", "fp16"):
-            layout.quantization = "fp8"
-            layout.notes.append(
-                f"{cfg.model} is published in {published.dtype}; serving it with online FP8 quantization"
-                " (--quantization fp8, supported on Ada/Hopper GPUs)"
-            )
-        else:
-            layout.blockers.append(
-                f"{cfg.model} is published in {published.dtype}; dtype {spec.dtype} needs a checkpoint quantized"
-                " that way (pick its quantized model id and set params_billion/dtype), or use fp8"
-            )
-            return
-    result = fit(
-        cfg.model,
-        spec,
-        tp=tp,
-        pp=pp,
-        gpu_memory_mib=memory,
-        gpu_name=name,
-        utilization=cfg.gpu_memory_utilization,
-        max_model_len=cfg.max_model_len,
-    )
-    (layout.notes if result.ok else layout.blockers).append(("fits: " if result.ok else "refused: ") + result.message)
-    if tp > 1 and not has_nvlink(name):
-        layout.notes.append(
-            f"{name} has no NVLink: TP {tp} all-reduces run over PCIe every layer; vLLM's docs prefer pipeline"
-            " parallelism on such GPUs (e.g. tensor_parallel_size 1 with pipeline_parallel_size = GPUs) for throughput"
-        )
-    if tp > layout.per_node_gpus:
-        layout.notes.append(
-            f"TP {tp} spans nodes: every layer's all-reduce crosses the RoCE rails; TP = GPUs per node with PP ="
-            " nodes is the documented layout"
+            f" ports); the API on {cfg.api_host}:{cfg.port} of {layout.head.host} requires the key in"
+            f" {API_KEY_NOTE}; vLLM leaves routes outside /v1 open, so keep the port on a trusted network"
         )

@@ -14,6 +14,7 @@ from steps.inference_units import (
     engine_unit,
     env_file,
     install_commands,
+    key_command,
     package_problems,
     ray_unit,
     uses_ray,
@@ -90,7 +91,7 @@ def _driver_rules(view: ClusterView, node: Node, plan: HostPlan) -> None:
 def _absent_peers(view: ClusterView, layout: Layout, host: str, facts: dict[str, Any]) -> list[str]:
     """Serving hosts not probed in this run (an earlier stage failed there): deploying without them cannot serve."""
     mine = facts.get("probed_at")
-    if mine is None:
+    if mine is None or layout.replicas:  # a replica does not need its peers
         return []
     absent = []
     for node in layout.nodes:
@@ -169,6 +170,17 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
     ]
     if uses_ray(cfg) and cfg.ray_auth == "token" and not token_in_sync(view, layout):
         files.append(FileWrite(path=TOKEN_PATH, content=ray_token + "\n", mode=0o600, secret=True))
+    key_missing = node in layout.api_nodes() and not _key_present(facts)
+    if key_missing:
+        changes.append(
+            Change(
+                summary="generate the API key on the host (openssl rand -hex 32, 0600 root)",
+                why=f"the API binds {cfg.api_host}:{cfg.port}; vLLM/SGLang then refuse /v1 requests without the key."
+                " It is created on the host and read there by systemd and the probes; it never enters answers,"
+                " logs or state. Clients read it from the host's key file",
+                commands=[key_command()],
+            )
+        )
     if files:
         env_paths = ", ".join(f.path for f in files)
         changes.append(
@@ -184,7 +196,7 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
                 files=files,
             )
         )
-    units = _unit_change(view, layout, host, facts, [f.path for f in files], bool(missing))
+    units = _unit_change(view, layout, host, facts, [f.path for f in files], bool(missing) or key_missing)
     changes += [c for c in (_stop_stale(facts, serving_units(view, layout, host)), units) if c]
     plan.changes = changes
     if not changes:
@@ -192,9 +204,10 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
         versions = f"{cfg.engine} {packages.get(cfg.engine, '?')}" + (
             f", Ray {packages.get('ray', '?')}" if uses_ray(cfg) else ""
         )
+        role = "one replica of " + str(len(layout.nodes)) if layout.replicas else f"rank {node.rank}"
         plan.noop_reason = (
             f"{', '.join(serving_units(view, layout, host))} active with the answers' content ({versions},"
-            f" {cfg.model}, TP {cfg.tensor_parallel_size} x PP {cfg.pipeline_parallel_size}, rank {node.rank})"
+            f" {cfg.model}, TP {cfg.tensor_parallel_size} x PP {cfg.pipeline_parallel_size}, {role})"
         )
     return plan
 
@@ -227,3 +240,9 @@ def _unit_change(
         impact=Impact.DISRUPTIVE if serving else Impact.SAFE,
         commands=commands,
     )
+
+
+def _key_present(facts: dict[str, Any]) -> bool:
+    """Both key files exist, non-empty, 0600 root (stat read by the probe; the key itself is never read)."""
+    key = facts.get("api_key") or {}
+    return all(key.get(name) == "600 root" for name in ("env", "header"))

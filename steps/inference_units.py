@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
 
 from steps.inference_layout import Layout, Node
+from steps.roce_facts import QOS_UNIT  # DSCP trust, PFC, ECN and RDMA-CM ToS, set by stage roce
 from wizard.answer_sections import InferenceSection
 from wizard.answers import Answers
+from wizard.step import RemoteCommand
 
 ENV_PATH = "/etc/roce-wizard/inference.env"
 TOKEN_PATH = "/etc/roce-wizard/ray-auth-token"
 UNIT_DIR = "/etc/systemd/system"
 RAY_UNIT = "roce-wizard-ray.service"
 ENGINE_UNIT = "roce-wizard-inference.service"
+# The API key lives only on the host: generated there, 0600 root, read by systemd (EnvironmentFile=) and by curl.
+KEY_ENV = "/etc/roce-wizard/inference-api-key.env"
+KEY_HEADER = "/etc/roce-wizard/inference-api-key.header"
 RAY_MIN_VERSION = (2, 52)  # token authentication; older Ray has the unauthenticated-dashboard RCE CVE-2025-62593
 RAY_SPEC = "ray[cgraph]>=2.52"  # cgraph: Ray Compiled Graph, which vLLM's pipeline parallelism on Ray uses
 HEADER = "# Managed by roce-wizard (stage inference). Change the answers file and re-run instead of editing.\n"
@@ -41,7 +47,7 @@ def version_tuple(text: str | None) -> tuple[int, ...]:
 def systemd_quote(arg: str) -> str:
     """One ExecStart word: '%' doubled (systemd specifiers), quoted when it holds spaces or quotes."""
     arg = arg.replace("%", "%%")
-    if _PLAIN.match(arg):
+    if _PLAIN.match(arg) or re.fullmatch(r"\$\{[A-Z_]+\}", arg):  # ${VAR}: systemd substitutes it whole
         return arg
     return '"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
@@ -100,7 +106,7 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
     cfg = answers.inference
     head = layout.head
     assert head is not None
-    nnodes = len(layout.nodes)
+    nnodes = layout.group_size
     if cfg.engine == "sglang":
         argv = [venv_bin(cfg, "python"), "-m", "sglang.launch_server", "--model-path", cfg.model]
         argv += ["--tp-size", str(cfg.tensor_parallel_size)]
@@ -113,7 +119,9 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
         if layout.quantization:
             argv += ["--quantization", layout.quantization]
         if node.rank == 0:
-            argv += ["--host", cfg.api_host, "--port", str(cfg.port)]
+            # SGLang reads its key only from --api-key; systemd substitutes ${VAR} from EnvironmentFile=
+            # (systemd.service(5), "Command lines"), so the unit file itself never holds the key.
+            argv += ["--host", cfg.api_host, "--port", str(cfg.port), "--api-key", "${ROCE_WIZARD_API_KEY}"]
         return argv
     if uses_ray(cfg) and node.rank != 0:
         return None
@@ -135,13 +143,36 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
     return argv
 
 
-def _unit(description: str, docs: str, after: list[str], exec_start: list[str], env: list[str]) -> str:
+def key_command() -> RemoteCommand:
+    """Create the API key on the host when it has none: `openssl rand -hex 32` into two 0600 root files (systemd's
+    EnvironmentFile= form and a curl header file). Prints nothing, so the key never reaches the wizard or its logs."""
+    script = (
+        f"set -e; umask 077; mkdir -p {posixpath.dirname(KEY_ENV)};"
+        f" if ! [ -s {KEY_ENV} ] || ! [ -s {KEY_HEADER} ]; then"
+        " k=$(openssl rand -hex 32);"
+        f' printf \'VLLM_API_KEY=%s\\nROCE_WIZARD_API_KEY=%s\\n\' "$k" "$k" > {KEY_ENV}.new;'
+        f" printf 'Authorization: Bearer %s\\n' \"$k\" > {KEY_HEADER}.new;"
+        f" mv {KEY_ENV}.new {KEY_ENV}; mv {KEY_HEADER}.new {KEY_HEADER}; fi;"
+        f" chown root:root {KEY_ENV} {KEY_HEADER}; chmod 600 {KEY_ENV} {KEY_HEADER}"
+    )
+    return RemoteCommand(argv=["sh", "-c", script])
+
+
+def _unit(
+    description: str, docs: str, after: list[str], exec_start: list[str], env: list[str], node: Node, api: bool
+) -> str:
+    # Requires= + After= the QoS unit: if DSCP/PFC could not be set, systemd does not start NCCL users at all
+    # (systemd.unit(5), Requires=: "if one of the other units fails to activate, and an ordering dependency After= on
+    # the failing unit is set, this unit will not be started").
+    after = ([QOS_UNIT] if node.qos else []) + after
     requires = [u for u in after if u.startswith("roce-wizard-")]
     unit = [HEADER.rstrip("\n"), "[Unit]", f"Description={description}", f"Documentation={docs}"]
     unit += ["Wants=network-online.target", "After=" + " ".join(["network-online.target", *after])]
     if requires:
         unit.append("Requires=" + " ".join(requires))
     unit += ["", "[Service]", "Type=simple", f"EnvironmentFile={ENV_PATH}"]
+    if api:  # not optional ("-"): without its key the API must not come up open
+        unit.append(f"EnvironmentFile={KEY_ENV}")
     unit += [f"Environment={e}" for e in env]
     unit += [
         "ExecStart=" + " ".join(systemd_quote(a) for a in exec_start),
@@ -168,6 +199,8 @@ def ray_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
         [],
         ray_argv(answers, layout, node),
         [],
+        node,
+        False,
     )
 
 
@@ -185,7 +218,7 @@ def engine_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
         else "https://docs.sglang.io/references/multi_node_deployment/multi_node.html"
     )
     role = "API server" if node.rank == 0 else f"node rank {node.rank}"
-    return _unit(f"{name} {role} for {cfg.model} on {node.host}", docs, after, argv, env)
+    return _unit(f"{name} {role} for {cfg.model} on {node.host}", docs, after, argv, env, node, node.rank == 0)
 
 
 def install_commands(cfg: InferenceSection) -> list[list[str]]:

@@ -272,6 +272,9 @@ class InferenceSection(Section):
     """GPUs per node used by tensor parallelism."""
     pipeline_parallel_size: int = Field(default=2, ge=1, le=64)
     """Pipeline stages (normally one per node)."""
+    layout: Literal["auto", "replicas", "span"] = "auto"
+    """auto: one replica per node (TP = GPUs per node) when the model fits one node with KV-cache room, else span;
+    replicas: always one independent engine per node; span: one TP x PP group across nodes, as the two sizes say."""
     executor_backend: Literal["ray", "mp"] = "ray"
     """vLLM distributed executor backend across nodes."""
     port: TcpPort = 8000

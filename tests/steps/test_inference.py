@@ -58,11 +58,21 @@ def fresh(**extra: Any) -> dict[str, Any]:
     return facts
 
 
+def span(yaml: str) -> str:
+    """These tests describe one serving group across nodes: inference.layout span unless the YAML picks a layout
+    (tests/steps/test_inference_layout.py covers auto and replicas)."""
+    if "layout:" in yaml:
+        return yaml
+    if "inference:\n" in yaml:
+        return yaml.replace("inference:\n", "inference:\n  layout: span\n", 1)
+    return yaml + "inference:\n  layout: span\n"
+
+
 def cluster(
     yaml: str = "", hosts: int = 2, inference: dict[str, dict[str, Any]] | None = None, **discs: Any
 ) -> ClusterView:
     names = tuple(f"server{i + 1}" for i in range(hosts))
-    ans = answers(yaml, hosts=names)
+    ans = answers(span(yaml), hosts=names)
     facts: dict[str, dict[str, Any]] = {}
     for i, name in enumerate(names):
         inf = (inference or {}).get(name) or fresh()
@@ -73,7 +83,8 @@ def cluster(
 def configured(v: ClusterView, **override: Any) -> ClusterView:
     """The same cluster after a successful apply: files match, packages present, units active, tokens equal."""
     for host in [h.name for h in v.answers.hosts]:
-        files = desired_files(v, build_layout(v), host)
+        layout = build_layout(v)
+        files = desired_files(layout.effective(v), layout, host)
         units = {
             p.rsplit("/", 1)[1]: {"active": "active", "enabled": "enabled"} for p in files if p.startswith(UNIT_DIR)
         }
@@ -83,6 +94,7 @@ def configured(v: ClusterView, **override: Any) -> ClusterView:
             files=dict(files),
             units=units,
             ray_token_sha256="ab12",
+            api_key={"env": "600 root", "header": "600 root"},
         )
         v.facts[host]["inference"].update(override)
     return v

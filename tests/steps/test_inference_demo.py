@@ -82,7 +82,7 @@ def check(record: StageRecord, item: str) -> str:
     return f"{found.status}: {found.evidence}"
 
 
-async def test_the_reference_demo_serves_llama_70b_and_a_second_run_plans_nothing(
+async def test_the_reference_demo_serves_llama_70b_as_two_replicas_and_a_second_run_plans_nothing(
     answers: Answers, tmp_path: Path
 ) -> None:
     async with cluster(answers) as lab:
@@ -93,11 +93,15 @@ async def test_the_reference_demo_serves_llama_70b_and_a_second_run_plans_nothin
         assert (
             " p50 " in probe and " p90 " in probe and " tokens/s " in probe and probe.endswith("[simulated endpoint]")
         )
-        assert check(records["server2"], "health").startswith("pass: http://127.0.0.1:8000/health on server1")
+        # Llama-3.1-70B in BF16 fits one 8 x L20 node: each node serves it alone (inference.layout auto).
+        assert check(records["server2"], "health").startswith("pass: http://127.0.0.1:8000/health on server2")
+        assert check(records["server2"], "probe").startswith("pass: 8/8 /v1/completions requests")
         code, records, plans = await run(lab, answers, tmp_path)
         assert code == 0
         assert all(p.changes == [] and p.noop_reason for p in plans.values())  # type: ignore[attr-defined]
-        assert records["server1"].reason.startswith("verified; roce-wizard-ray.service, roce-wizard-inference.service")
+        assert records["server1"].reason.startswith("verified; roce-wizard-inference.service active")
+        assert "TP 8 x PP 1, one replica of 2" in records["server1"].reason
+        assert lab.host("server1").fs.lookup("/etc/systemd/system/roce-wizard-ray.service") is None
 
 
 async def test_a_model_that_cannot_fit_is_refused_with_the_numbers(answers: Answers, tmp_path: Path) -> None:
@@ -111,8 +115,20 @@ async def test_a_model_that_cannot_fit_is_refused_with_the_numbers(answers: Answ
 
 
 async def test_a_host_refusing_sudo_fails_the_group_naming_it(answers: Answers, tmp_path: Path) -> None:
+    answers.inference.layout = "span"
     async with cluster(answers, "server2:sudo_refused") as lab:
         code, records, _ = await run(lab, answers, tmp_path)
         assert code == 1
         assert records["server2"].status == "skipped"
         assert "server2 cannot join the serving group: sudo is refused" in records["server1"].reason
+
+
+async def test_with_replicas_a_host_refusing_sudo_leaves_the_other_replica_serving(
+    answers: Answers, tmp_path: Path
+) -> None:
+    async with cluster(answers, "server2:sudo_refused") as lab:
+        code, records, _ = await run(lab, answers, tmp_path)
+        assert code == 1
+        assert records["server2"].status == "skipped"
+        assert records["server1"].status == "done"
+        assert check(records["server1"], "health").startswith("pass: http://127.0.0.1:8000/health on server1")

@@ -7,6 +7,7 @@ import importlib
 import json
 import pkgutil
 import re
+import secrets
 from collections.abc import Awaitable, Callable
 
 from wizard.lab import cmd_inference_engines as engines
@@ -20,6 +21,9 @@ from wizard.lab.streams import CommandFailed, Ctx
 SIM = st.SIM
 if all(p.name != "python3-venv" for p in packages.UBUNTU):
     packages.UBUNTU.append(packages.Pkg("python3-venv", "3.10.6-1~22.04.1", size_kb=8, depends=("python3",)))
+# Ubuntu server installs openssl by default (priority important); the wizard generates the API key with it.
+if all(p.name != "openssl" for p in packages.BASE):
+    packages.BASE.append(packages.Pkg("openssl", "3.0.2-0ubuntu1.18", bins=(("/usr/bin/openssl", "openssl"),)))
 
 
 def _base_handlers() -> dict[str, Callable[[Ctx], Awaitable[int]]]:
@@ -129,10 +133,12 @@ async def curl(ctx: Ctx) -> int:
     url = next((a for a in ctx.args if a.startswith(("http://127.0.0.1:", "http://localhost:"))), None)
     if url is None:
         return await _original["curl"](ctx)
-    args, opts, flags = list(ctx.args), {}, ""
+    args, opts, flags, headers = list(ctx.args), {}, "", []
     while args:
         a = args.pop(0)
-        if a in ("-d", "--data", "--data-raw", "-H", "--header", "-w", "--write-out", "-X", "--request",
+        if a in ("-H", "--header") and args:
+            headers += _headers(ctx, args.pop(0))
+        elif a in ("-d", "--data", "--data-raw", "-w", "--write-out", "-X", "--request",
                  "--max-time", "-m", "-o", "--output") and args:  # fmt: skip
             opts[a] = args.pop(0)
         elif a.startswith("-") and not a.startswith("--"):
@@ -149,6 +155,8 @@ async def curl(ctx: Ctx) -> int:
     seconds, status, text = 0.002, 404, '{"detail":"Not Found"}'
     if path == "health":
         status, text = 200, ""
+    elif path.startswith("v1/") and ep.api_key and f"authorization: bearer {ep.api_key}" not in headers:
+        status, text = 401, '{"error":"Unauthorized"}'  # vLLM's API-key middleware answer for /v1/* without the key
     elif path == "v1/models":
         status, text = 200, json.dumps({"object": "list", "data": [{"id": ep.model, "object": "model"}]})
     elif path == "v1/completions" and body:
@@ -168,4 +176,25 @@ async def curl(ctx: Ctx) -> int:
     if fmt:
         fmt = fmt.replace("\\n", "\n").replace("%{http_code}", str(status)).replace("%{time_total}", f"{seconds:.6f}")
         ctx.out.write(fmt)
+    return 0
+
+
+def _headers(ctx: Ctx, value: str) -> list[str]:
+    """-H VALUE, or -H @FILE: one header per line of the file (curl >= 7.55.0, curl(1) --header), lower-cased."""
+    if not value.startswith("@"):
+        return [value.strip().lower()]
+    try:
+        text = ctx.fs.read_text(value[1:], ctx.cred, ctx.cwd)
+    except Exception:  # noqa: BLE001 - unreadable (0600 root, not root) or missing: curl reads nothing
+        raise CommandFailed(f"curl: (26) Failed to open/read local data from file/application {SIM}", 26) from None
+    return [line.strip().lower() for line in text.splitlines() if line.strip()]
+
+
+@command("openssl")
+async def openssl(ctx: Ctx) -> int:
+    """`openssl rand -hex N` only (openssl-rand(1)): N random bytes printed as 2N hex digits."""
+    args = ctx.args
+    if len(args) != 3 or args[:2] != ["rand", "-hex"] or not args[2].isdigit():
+        raise CommandFailed(f"openssl: only `openssl rand -hex N` is simulated {SIM}")
+    ctx.print(secrets.token_hex(int(args[2])))
     return 0

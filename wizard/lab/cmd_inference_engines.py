@@ -138,10 +138,10 @@ async def _rejoin(ctx: Ctx, proc: st.Proc, address: str, old: st.RayHead, node: 
 
 _VLLM_VALUE = {"--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp", "--distributed-executor-backend",
                "--nnodes", "--node-rank", "--master-addr", "--master-port", "--host", "--port", "--max-model-len",
-               "--gpu-memory-utilization", "--quantization", "--served-model-name", "--dtype"}  # fmt: skip
+               "--gpu-memory-utilization", "--quantization", "--served-model-name", "--dtype", "--api-key"}  # fmt: skip
 _SGLANG_VALUE = {"--model-path", "--model", "--tp-size", "--tp", "--tensor-parallel-size", "--pp-size",
                  "--pipeline-parallel-size", "--dist-init-addr", "--nnodes", "--node-rank", "--host", "--port",
-                 "--context-length", "--quantization", "--mem-fraction-static"}  # fmt: skip
+                 "--context-length", "--quantization", "--mem-fraction-static", "--api-key"}  # fmt: skip
 
 
 def _parse(prog: str, args: list[str], valued: set[str], switches: set[str]) -> dict[str, str]:
@@ -214,7 +214,10 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
         return await _park(proc, True)
     params = st.MODEL_SIZES.get(model, (8.0, 2))[0]
     port = int(o.get("--port", "8000" if engine == "vllm" else "30000"))
-    ep = st.Endpoint(proc, engine, model, params, tp, pp)
+    # vLLM: `--api-key` or the environment variable VLLM_API_KEY (vLLM docs, "OpenAI-Compatible Server", API key);
+    # SGLang: `--api-key` only (docs.sglang.io "Server Arguments"). The key guards /v1/*; /health stays open.
+    key = o.get("--api-key") or (env.get("VLLM_API_KEY") if engine == "vllm" else None) or None
+    ep = st.Endpoint(proc, engine, model, params, tp, pp, api_key=key)
     st.world(ctx.host).endpoints[(ctx.host.name, port)] = ep
     ctx.print(f"Loading weights of {model} (TP {tp} x PP {pp}) {SIM}")
     await asyncio.sleep(0.3 * ctx.host.time_scale)

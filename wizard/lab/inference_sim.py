@@ -86,6 +86,7 @@ class Endpoint:
     ready: bool = False
     in_flight: int = 0
     served: int = 0
+    api_key: str | None = None  # None: the API is open to anyone who reaches the port
 
 
 @dataclass
@@ -147,7 +148,7 @@ def unit_context(ctx: Ctx) -> tuple[str | None, int, dict[str, str], str]:
         unit = sd.find_unit(host, name) if rt.state == "active" else None
         line = unit.get("Service", "ExecStart") if unit else ""
         try:
-            words = shlex.split(line.lstrip("-@+!").replace("%%", "%"))
+            words = shlex.split(sd.expand(host, unit, line.lstrip("-@+!")).replace("%%", "%")) if unit else []
         except ValueError:
             continue
         if unit is None or words != ctx.argv:

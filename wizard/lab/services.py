@@ -50,6 +50,10 @@ class Unit:
     def after(self) -> list[str]:
         return [t for v in self.all("Unit", "After") for t in v.split()]
 
+    @property
+    def requires(self) -> list[str]:
+        return [t for v in self.all("Unit", "Requires") for t in v.split()]
+
 
 @dataclass
 class Runtime:
@@ -85,6 +89,19 @@ def normalize(name: str) -> str:
 
 def find_unit(host: SimHost, name: str) -> Unit | None:
     name = normalize(name)
+    prefix, at, rest = name.partition("@")
+    instance, dot, suffix = rest.rpartition(".")
+    if at and instance:
+        # An instance without its own file is its template with %i/%I replaced (systemd.unit(5), "Description")
+        found = _find_file(host, name) or _find_file(host, f"{prefix}@.{suffix}")
+        if found is None or found.name == name or "masked" in found.sections:
+            return found
+        text = found.text.replace("%%", "\0").replace("%i", instance).replace("%I", instance).replace("\0", "%%")
+        return parse_unit(name, found.path, text)
+    return _find_file(host, name)
+
+
+def _find_file(host: SimHost, name: str) -> Unit | None:
     for d in UNIT_DIRS:
         path = f"{d}/{name}"
         node = host.fs.lookup(path, follow=False)
@@ -160,8 +177,57 @@ async def _networkd(host: SimHost, action: str) -> None:
         host.reapply_network()
 
 
-async def start(host: SimHost, unit: Unit, action: str = "start") -> bool:
+async def _requirements_met(host: SimHost, unit: Unit, depth: int, boot: bool) -> bool:
+    """Requires= as systemd.unit(5) defines it: starting a unit starts the units it requires; if one of them fails to
+    activate and this unit is also ordered After= it, this unit is not started ("Dependency failed for ...", job
+    result 'dependency', the unit stays inactive). Source: systemd.unit(5), [Unit] section, Requires= and After=
+    (https://www.freedesktop.org/software/systemd/man/latest/systemd.unit.html#Requires=)."""
+    for name in unit.requires:
+        required = find_unit(host, name)
+        state = host.units[name].state if name in host.units else "inactive"
+        ok = required is not None and "masked" not in required.sections and state in ("active", "activating")
+        # At boot a unit that already failed in this boot transaction is not run again for each dependent.
+        if required is not None and not ok and not (boot and state == "failed") and depth < 8:
+            ok = await start(host, required, "start", depth + 1)
+        if not ok and name in unit.after:
+            rt = runtime(host, unit.name)
+            rt.state, rt.sub = "inactive", "dead"
+            rt.generation += 1
+            host.journal_log(unit.name, f"Dependency failed for {unit.description}.")
+            host.journal_log(unit.name, f"{unit.name}: Job {unit.name}/start failed with result 'dependency'.")
+            return False
+    return True
+
+
+def dependents(host: SimHost, name: str) -> list[Unit]:
+    """Active units whose Requires= names ``name``: systemd stops (or restarts) them with it (systemd.unit(5))."""
+    found = []
+    for other, rt in list(host.units.items()):
+        unit = find_unit(host, other) if rt.state in ("active", "activating") else None
+        if unit is not None and name in unit.requires:
+            found.append(unit)
+    return found
+
+
+async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0) -> bool:
     """Start (or restart) a unit; oneshot ExecStart lines run as root through the shell, output to the journal."""
+    if action == "restart":
+        # Restarting a required unit restarts the units that require it (systemd.unit(5), Requires=); they come back
+        # only if it starts again, so an engine never keeps running on top of a failed QoS unit.
+        bounced = dependents(host, unit.name)
+        for other in bounced:
+            await stop(host, other)
+        ok = await start(host, unit, "restart-self", depth)
+        for other in bounced:
+            await start(host, other, "start", depth + 1)
+        return ok
+    if action == "start" and runtime(host, unit.name).state in ("active", "activating"):
+        # A start job for an active unit finishes at once: a RemainAfterExit=yes oneshot does not run again
+        # (systemctl(1) start/restart; systemd.service(5) RemainAfterExit=). Only restart re-runs it.
+        return True
+    if not await _requirements_met(host, unit, depth, action == "boot"):
+        return False
+    action = "restart" if action == "restart-self" else action
     rt = runtime(host, unit.name)
     rt.loaded_text = unit.text
     rt.generation += 1
@@ -242,8 +308,37 @@ async def _run_simple(host: SimHost, unit: Unit, line: str, generation: int) -> 
         host.journal_log(unit.name, f"Started {unit.description}.")
 
 
+def unit_environment(host: SimHost, unit: Unit) -> dict[str, str]:
+    """Variables from EnvironmentFile= (a missing "-" file is skipped) and Environment=, later ones winning."""
+    env: dict[str, str] = {}
+    for path in unit.all("Service", "EnvironmentFile"):
+        try:
+            text = host.fs.read_text(path.lstrip("-"))
+        except FsError:
+            continue
+        for raw in text.splitlines():
+            key, sep, value = raw.strip().partition("=")
+            if sep and not key.startswith(("#", ";")):
+                env[key.strip()] = value.strip().strip('"')
+    for assignment in unit.all("Service", "Environment"):
+        for word in assignment.split():
+            key, sep, value = word.strip('"').partition("=")
+            if sep:
+                env[key] = value
+    return env
+
+
+def expand(host: SimHost, unit: Unit, line: str) -> str:
+    """${VAR} in an ExecStart= line, substituted from the unit's environment as systemd does (systemd.service(5),
+    "Command lines": "${FOO}" is replaced by the variable's value; unset variables become empty)."""
+    if "${" not in line:
+        return line
+    env = unit_environment(host, unit)
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: env.get(m.group(1), ""), line)
+
+
 async def _run_exec(host: SimHost, unit: Unit, line: str) -> int:
-    cmd = line.lstrip("-@+!")
+    cmd = expand(host, unit, line.lstrip("-@+!"))
     cmd = cmd.replace("%b", "0" * 32).replace("%H", host.hostname).replace("%n", unit.name).replace("%%", "%")
     ident = posixpath.basename(cmd.split()[0]) if cmd.split() else unit.name
     pid = runtime(host, unit.name).pid
@@ -256,6 +351,9 @@ async def _run_exec(host: SimHost, unit: Unit, line: str) -> int:
 
 
 async def stop(host: SimHost, unit: Unit) -> None:
+    for other in dependents(host, unit.name):  # Requires=: stopping a unit stops the units that require it
+        if other.name != unit.name:
+            await stop(host, other)
     rt = runtime(host, unit.name)
     if unit.name in HOOKS:
         await HOOKS[unit.name](host, "stop")
@@ -297,9 +395,36 @@ def boot_order(host: SimHost) -> list[Unit]:
 
 
 async def boot(host: SimHost) -> None:
+    """Start the enabled units; those ordered After=network-online.target wait until wait-online is done.
+
+    The wait and the boot's length in simulated seconds are in wizard/lab/waitonline.py (host.boot_timing). The
+    lab's first boot happened before the lab started: it is recorded, never waited for.
+    """
+    from wizard.lab import waitonline
+
+    first = getattr(host, "boot_timing", None) is None
     host.units.clear()
-    for unit in boot_order(host):
+    timing = waitonline.BootTiming()
+    clock = waitonline.EARLY_USERSPACE_S
+    order = boot_order(host)
+    late: set[str] = set()
+    for unit in order:  # boot_order puts a unit's After= dependencies first
+        if any(dep == "network-online.target" or dep in late for dep in unit.after):
+            late.add(unit.name)
+    for unit in [u for u in order if u.name not in late]:
+        timing.started[unit.name] = clock
+        clock += waitonline.UNIT_S
         await start(host, unit, "boot")
+    await waitonline.reach_online(host, timing, sleep=not first)
+    clock += timing.wait_online
+    for unit in [u for u in order if u.name in late]:
+        timing.started[unit.name] = clock
+        clock += waitonline.UNIT_S
+        await start(host, unit, "boot")
+    timing.userspace = clock
+    host.boot_timing = timing
+    host.journal_log("multi-user.target", "Reached target Multi-User System.")
+    host.journal_log("init.scope", waitonline.startup_finished(timing))
 
 
 def unit_loaded_changed(host: SimHost, unit: Unit) -> bool:

@@ -33,6 +33,8 @@ TOOLS: dict[str, str] = {
     "mlnx_qos": "wizard.parsers.qos:parse_mlnx_qos",
     # System
     "lspci": "wizard.parsers.system:parse_lspci",
+    "lspci_vvv": "wizard.parsers.pcie:parse_lspci_vvv",
+    "mlxconfig_q": "wizard.parsers.mlxconfig:parse_mlxconfig_q",
     "lsmod": "wizard.parsers.system:parse_lsmod",
     "ofed_info": "wizard.parsers.system:parse_ofed_info",
     "os_release": "wizard.parsers.system:parse_os_release",

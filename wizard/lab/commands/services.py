@@ -130,7 +130,10 @@ async def _change(ctx: Ctx, verb: str, names: list[str], flags: list[str]) -> in
             if verb == "try-restart" and sd.runtime(host, name).state != "active":
                 continue
             ok = await sd.start(host, unit, "restart" if verb != "start" else "start")
-            if not ok:
+            if not ok and sd.runtime(host, name).state != "failed":
+                ctx.eprint(f"A dependency job for {name} failed. See 'journalctl -xe' for details.")
+                status = 1
+            elif not ok:
                 ctx.eprint(
                     f"Job for {name} failed because the control process exited with error code.\n"
                     f'See "systemctl status {name}" and "journalctl -xeu {name}" for details.'
