@@ -71,8 +71,8 @@ def test_the_plan_writes_nccl_conf_and_the_inference_units_for_both_hosts(
         files = out / host / "files" / "etc"
         assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1,mlx5_2:1,mlx5_3:1" in (files / "nccl.conf").read_text()
         assert (files / "roce-wizard" / "inference.env").is_file()
-        units = {u.name for u in (files / "systemd" / "system").glob("roce-wizard-*.service")}
-        assert units & {"roce-wizard-inference.service", "roce-wizard-ray.service"}, units
+        unit = (files / "systemd" / "system" / "roce-wizard-inference.service").read_text()
+        assert "Requires=roce-wizard-qos.service" in unit, "one replica per node, started only on a lossless class"
         assert (
             "install -D -o root -g root -m 0644 files/etc/nccl.conf /etc/nccl.conf"
             in (out / host / "05-nccl.sh").read_text()
