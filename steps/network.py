@@ -50,7 +50,7 @@ class Network(Step):
         plan.notes += fabric_notes(view.answers, d) + gpu_notes(disc, d.endpoints) + d.notes + merge_notes
         if d.endpoints:
             plan.notes.append(
-                f"renderer {renderer} on every rail, written per interface ({renderer_why}); rails are optional: "
+                f"renderer {renderer} on every rail, written per interface: {renderer_why}. Rails are optional: "
                 "true, so a rail whose peer is off never holds the boot at network-online.target"
             )
             waiting = wait_online_check(d, net.model_copy(update={"netplan_file": content}), NETPLAN_PATH)

@@ -76,6 +76,8 @@ class NetworkFacts(_Model):
     sysctl_live: dict[str, str] = Field(default_factory=dict)
     rules: list[Rule] = Field(default_factory=list)
     routes: list[Route] = Field(default_factory=list)
+    nm_active: bool = False
+    networkd_active: bool = False
     notes: list[str] = Field(default_factory=list)
 
     def rdma_of(self, netdev: str) -> RdmaPort | None:
@@ -223,6 +225,9 @@ async def probe_network(ex: Executor) -> NetworkFacts:
     facts.sysctl_file = _text(await ex.read_file(SYSCTL_PATH, sudo=True))
     names = [n for n, i in facts.interfaces.items() if i.link_type == "ether" or i.kind == "bond"]
     facts.sysctl_live = parse_sysctl((await ex.run(sysctl_argv(names))).stdout)
+    # Which daemon renders netplan here (steps/network_renderer.py): `systemctl is-active` prints one state per unit.
+    states = (await ex.run(["systemctl", "is-active", "NetworkManager.service", "systemd-networkd.service"])).stdout
+    facts.nm_active, facts.networkd_active = [line.strip() == "active" for line in (states.splitlines() + ["", ""])[:2]]
     facts.rules = rules_from(_json(await out(["ip", "-j", "-4", "rule", "show"])))
     facts.routes = routes_from(_json(await out(["ip", "-j", "-4", "route", "show", "table", "all"])))
     return facts

@@ -12,21 +12,34 @@ SYSCTLS = (
 )
 
 
-def netplan_yaml(design: Design, mtu: int) -> str:
-    """The whole /etc/netplan/60-roce-wizard.yaml for one host (netplan v2, networkd)."""
+def netplan_yaml(design: Design, mtu: int, renderer: str = "networkd") -> str:
+    """The whole /etc/netplan/60-roce-wizard.yaml for one host (netplan v2).
+
+    ``renderer`` is written per interface, never as the global `network: renderer:`: netplan applies the global
+    key of the last file read to every definition of every file, the management interface's included (netplan-yaml
+    docs, `renderer`; steps/network_renderer.py). Rails are `optional: true` ("not required for booting",
+    netplan-yaml docs): a back-to-back rail whose peer is off has no carrier, and systemd-networkd-wait-online would
+    hold network-online.target for its 120 s timeout (systemd-networkd-wait-online.service(8)). The SSH interface
+    is never optional: the host is online only once it is configured.
+    """
     lines = [HEADER.rstrip("\n"), f"# Fabric: {design.fabric.replace('_', '-')}; MTU {mtu} on every rail."]
     if design.ssh_interface and all(design.ssh_interface != e.netdev for e in design.endpoints):
         lines.append(f"# {design.ssh_interface} carries the management SSH session and is deliberately absent.")
-    lines += ["network:", "  version: 2", "  renderer: networkd", "  ethernets:"]
+    lines.append(
+        f"# renderer {renderer} per interface (the host's own); rails are optional: booting never waits for a rail."
+    )
+    lines += ["network:", "  version: 2", "  ethernets:"]
     bonds = [e for e in design.endpoints if e.bond is not None]
     for endpoint in design.endpoints:
         if endpoint.bond is None:
-            lines += _interface(endpoint, mtu, design.endpoints)
+            lines += _interface(endpoint, mtu, design, renderer)
     for endpoint in bonds:
         for member in endpoint.members:
             lines += [
                 f"    {member}:",
                 f"      # member of {endpoint.netdev}",
+                f"      renderer: {renderer}",
+                *_optional(member, design),
                 "      dhcp4: false",
                 "      dhcp6: false",
                 "      link-local: []",
@@ -35,12 +48,19 @@ def netplan_yaml(design: Design, mtu: int) -> str:
     if bonds:
         lines.append("  bonds:")
         for endpoint in bonds:
-            lines += _interface(endpoint, mtu, design.endpoints, bond=True)
+            lines += _interface(endpoint, mtu, design, renderer, bond=True)
     return "\n".join(lines) + "\n"
 
 
-def _interface(endpoint: Endpoint, mtu: int, endpoints: list[Endpoint], *, bond: bool = False) -> list[str]:
-    out = [f"    {endpoint.netdev}:", f"      # {endpoint.label}: {endpoint.subnet}"]
+def _optional(netdev: str, design: Design) -> list[str]:
+    return [] if netdev == design.ssh_interface else ["      optional: true"]
+
+
+def _interface(endpoint: Endpoint, mtu: int, design: Design, renderer: str, *, bond: bool = False) -> list[str]:
+    endpoints = design.endpoints
+    out = [f"    {endpoint.netdev}:", f"      # {endpoint.label}: {endpoint.subnet}", f"      renderer: {renderer}"]
+    carries_ssh = design.ssh_interface in (endpoint.netdev, *endpoint.members)
+    out += [] if carries_ssh else ["      optional: true"]
     if bond and endpoint.bond is not None:
         out.append(f"      interfaces: [{', '.join(endpoint.members)}]")
     out += [

@@ -112,7 +112,7 @@ def test_netplan_file_is_netplan_v2_root_only_with_mtu_static_addresses_and_no_d
     file = change.files[0]
     assert (file.path, file.mode, file.owner, file.group) == (NETPLAN_PATH, 0o600, "root", "root")
     doc = yaml.safe_load(file.content)
-    assert doc["network"]["version"] == 2 and doc["network"]["renderer"] == "networkd"
+    assert doc["network"]["version"] == 2
     for conf in doc["network"]["ethernets"].values():
         assert conf["mtu"] == 9000 and conf["dhcp4"] is False and conf["dhcp6"] is False
         assert conf["accept-ra"] is False and conf["link-local"] == ["ipv6"]
@@ -308,7 +308,15 @@ def test_one_lag_per_card_is_planned_with_lag_parameters_and_members() -> None:
         "lacp-rate": "fast",
         "transmit-hash-policy": "layer3+4",
     }
-    assert doc["ethernets"]["ens1f0np0"] == {"dhcp4": False, "dhcp6": False, "link-local": [], "mtu": 9000}
+    assert doc["ethernets"]["ens1f0np0"] == {
+        "renderer": "networkd",
+        "optional": True,
+        "dhcp4": False,
+        "dhcp6": False,
+        "link-local": [],
+        "mtu": 9000,
+    }
+    assert bond["optional"] is True and bond["renderer"] == "networkd"
     assert any("RoCE LAG of ConnectX-4 Lx card 0000:3b:00" in n for n in plan.notes)
     # netplan apply keeps a device it no longer configures (seen on a real kernel): an undo must delete them.
     assert plan.changes[0].creates_links == ["bond0", "bond1"]

@@ -21,6 +21,27 @@ class LinkState:
     units: dict[str, Any]
     rdma_cfg: dict[str, dict[str, object]]
     name: str
+    power_listeners: list[Any]
+    background: set[Any]
+
+    def power_off(self) -> None:
+        """The host is switched off (a peer server powered down): its ports lose light, so the far end of every
+        back-to-back cable loses carrier too; SSH goes away until :meth:`power_up`."""
+        self.state = "off"
+        for listener in list(self.power_listeners):
+            listener("off")
+        for task in list(self.background):
+            task.cancel()
+
+    async def power_up(self) -> None:
+        """Switched on again: a full boot (kernel, netplan, units, network-online.target), then SSH answers."""
+        self.power_on()  # type: ignore[attr-defined]
+        self.state = "running"
+        await self.start_units()  # type: ignore[attr-defined]
+        for listener in list(self.power_listeners):
+            pending = listener("on")
+            if pending is not None:
+                await pending
 
     def port_local_up(self, i: int) -> bool:
         port = self.profile.ports[i]

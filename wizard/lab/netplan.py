@@ -320,3 +320,39 @@ def _routes(host: SimHost, name: str, conf: dict[str, Any]) -> None:
                     "table": int(p["table"]),
                 }
             )
+
+
+# Ubuntu Desktop's netplan file, verbatim: the global renderer hands every definition without its own renderer to
+# NetworkManager (netplan-yaml docs, `renderer`). Used by the nm_renderer fault.
+NM_ALL_PATH = "/etc/netplan/01-network-manager-all.yaml"
+NM_ALL = "# Let NetworkManager manage all devices on this system\nnetwork:\n  version: 2\n  renderer: NetworkManager\n"
+NM_UNIT = """[Unit]
+Description=Network Manager
+Wants=network.target
+After=network-pre.target dbus.service
+Before=network.target
+
+[Service]
+Type=dbus
+BusName=org.freedesktop.NetworkManager
+ExecStart=/usr/sbin/NetworkManager --no-daemon
+
+[Install]
+WantedBy=multi-user.target
+Also=NetworkManager-wait-online.service
+"""
+
+
+def use_network_manager(host: SimHost) -> None:
+    """The host's netplan renderer is NetworkManager (Ubuntu Desktop, some cloud images): NM runs, networkd not."""
+    from wizard.lab import services
+
+    if not host.fs.exists(NM_ALL_PATH):
+        host.fs.install(NM_ALL_PATH, NM_ALL, 0o600)
+    host.fs.install("/lib/systemd/system/NetworkManager.service", NM_UNIT)
+    unit = services.find_unit(host, "NetworkManager.service")
+    assert unit is not None
+    services.enable(host, unit)
+    networkd = services.find_unit(host, "systemd-networkd.service")
+    if networkd is not None:
+        services.disable(host, networkd)
