@@ -8,15 +8,14 @@ from typing import Any
 from steps.discovery_facts import DiscoveryFacts
 from steps.nccl_build import SMOKE_SCRIPT, plan_tests
 from steps.nccl_conf import (
-    MANAGED,
     HcaChoice,
     choose_hcas,
     gid_index,
     needs_gid_index,
-    parse_conf,
     render_conf,
     split_existing,
 )
+from steps.nccl_env import memlock_check, user_conf_check, user_overrides
 from steps.nccl_facts import NcclFacts, sources_nccl_conf
 from steps.nccl_launch import run_cluster_test
 from steps.nccl_probe import BASHRC, probe_host
@@ -92,9 +91,11 @@ class Nccl(Step):
         disc, facts = loaded
         cfg = view.answers.nccl
         want = desired(view, host, disc, facts, facts.nccl_version)
-        overrides = user_overrides(facts, want)
-        items = [_conf_check(facts, want), _user_conf_check(facts, overrides), _bashrc_check(facts)]
+        overrides = user_overrides(facts, want.content)
+        items = [_conf_check(facts, want), user_conf_check(facts, overrides), _bashrc_check(facts)]
         items.append(_tests_check(cfg, facts))
+        if cfg.test != "none":
+            items.append(memlock_check(host, facts))  # the launcher's SSH session, as mpirun/torchrun get it
         if cfg.test == "none":
             items.append(CheckItem(id="run", title="cross-host NCCL test", status="skip", evidence="nccl.test: none"))
             return items
@@ -219,30 +220,6 @@ def _conf_check(facts: NcclFacts, want: Desired) -> CheckItem:
         status="fail",
         evidence="the file differs from what the facts call for",
         fix="re-run: roce-wizard --only nccl",
-    )
-
-
-def user_overrides(facts: NcclFacts, want: Desired) -> list[str]:
-    """Settings of the SSH user's ~/.nccl.conf that beat /etc/nccl.conf (NCCL reads it first; first value wins)."""
-    ours = {e.key: e.value for e in parse_conf(want.content)}
-    return [
-        f"{facts.user_conf_path} sets {e.key}={e.value}"
-        for e in parse_conf(facts.user_conf)
-        if e.key in MANAGED and ours.get(e.key) != e.value
-    ]
-
-
-def _user_conf_check(facts: NcclFacts, overrides: list[str]) -> CheckItem:
-    title = "no per-user nccl.conf overrides it"
-    if not overrides:
-        where = facts.user_conf_path or "~/.nccl.conf"
-        return CheckItem(id="user_conf", title=title, status="pass", evidence=f"{where}: no overriding key")
-    return CheckItem(
-        id="user_conf",
-        title=title,
-        status="warn",
-        evidence="; ".join(overrides),
-        fix="delete those lines: NCCL reads ~/.nccl.conf before /etc/nccl.conf and keeps the first value",
     )
 
 

@@ -52,6 +52,11 @@ class NcclFacts(_Model):
     conf: str | None = None  # current content, None when absent
     user_conf_path: str | None = None  # ~/.nccl.conf of the SSH user: NCCL reads it first and its values win
     user_conf: str | None = None
+    # the services (inference/Ray units, no User=) run as root: root's ~/.nccl.conf beats /etc/nccl.conf for them
+    root_conf_path: str | None = None  # set only when the SSH user is not root
+    root_conf: str | None = None
+    ssh_user: str | None = None  # who mpirun runs as
+    memlock: str | None = None  # `bash -c 'ulimit -l'` over SSH: KB or "unlimited"; None when unreadable
     bashrc: str | None = None  # /etc/bash.bashrc content, kept only when it sources an nccl.conf
     rdma: list[RdmaPortState] = Field(default_factory=list)
     mtus: dict[str, int] = Field(default_factory=dict)  # netdev -> MTU now

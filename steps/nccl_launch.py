@@ -9,6 +9,7 @@ from typing import Any
 
 from steps.discovery_facts import DiscoveryFacts
 from steps.nccl_build import SMOKE_SCRIPT
+from steps.nccl_env import memlock_problem
 from steps.nccl_facts import NcclFacts
 from steps.nccl_run import (
     lines_by_host,
@@ -71,6 +72,8 @@ def _preconditions(
             problems[h] = f"{h}: no management interface/IPv4 known; set nccl.socket_ifname"
         elif test == "nccl-tests" and not (facts[h].all_reduce_perf and facts[h].all_reduce_perf.exists):
             problems[h] = f"{h}: all_reduce_perf is missing (see this stage's plan)"
+        elif problem := memlock_problem(h, facts[h]):
+            problems[h] = problem  # ranks would die in ibv_reg_mr: say why instead of running
     if len(set(counts.values())) > 1 and not problems:
         listing = ", ".join(f"{h}: {n}" for h, n in counts.items())
         problems = dict.fromkeys(hosts, f"GPU counts differ ({listing}); one rank per GPU needs the same count")

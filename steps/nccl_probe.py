@@ -21,6 +21,7 @@ from wizard.executors.base import Executor
 from wizard.parsers import ParseError, parse
 
 BASHRC = "/etc/bash.bashrc"
+ROOT_CONF = "/root/.nccl.conf"
 
 
 async def probe_host(ex: Executor, cfg: NcclSection) -> NcclFacts:
@@ -56,6 +57,12 @@ async def probe_host(ex: Executor, cfg: NcclSection) -> NcclFacts:
     if home.startswith("/"):
         facts.user_conf_path = f"{home.rstrip('/')}/.nccl.conf"
         facts.user_conf = await ex.read_file(facts.user_conf_path)
+    facts.ssh_user = (await text(["printenv", "USER"])).strip() or None
+    if facts.user_conf_path != ROOT_CONF:
+        facts.root_conf_path = ROOT_CONF
+        facts.root_conf = await ex.read_file(ROOT_CONF, sudo=True)
+    # What mpirun's remote daemons get: a non-interactive session (pam_limits applied, no profile), not a login shell
+    facts.memlock = (await text(["bash", "-c", "ulimit -l"])).strip() or None
     bashrc = await ex.read_file(BASHRC)
     if bashrc and any(sources_nccl_conf(line) for line in bashrc.splitlines()):
         facts.bashrc = bashrc

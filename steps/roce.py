@@ -11,6 +11,8 @@ from steps.roce_facts import (
     CONFIGFS_CM,
     QOS_UNIT,
     SCRIPT_PATH,
+    TEMPLATE_PATH,
+    UDEV_RULE_PATH,
     UNIT_PATH,
     DevInfo,
     RdmaCm,
@@ -64,6 +66,8 @@ class Roce(Step):
         facts.lldpad_running = (await ex.run(["pgrep", "-x", "lldpad"])).exit_status == 0
         facts.unit_text = await ex.read_file(UNIT_PATH)
         facts.script_text = await ex.read_file(SCRIPT_PATH)
+        facts.template_text = await ex.read_file(TEMPLATE_PATH)
+        facts.udev_rule_text = await ex.read_file(UDEV_RULE_PATH)
         return facts.model_dump(mode="json") | {"notes": notes}
 
     async def _targets(self, ctx: ProbeContext, facts: RoceFacts, notes: list[str]) -> tuple[list[Target], DevInfo]:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from steps.roce_desired import Desired, cm_needs, effective_dscp2prio, pfc_text
-from steps.roce_facts import QOS_UNIT, SCRIPT_PATH, RoceFacts, RocePort
-from steps.roce_script import script_text, unit_text
+from steps.roce_facts import QOS_UNIT, SCRIPT_PATH, TEMPLATE_PATH, UDEV_RULE_PATH, RoceFacts, RocePort
+from steps.roce_script import script_text, template_text, udev_rule_text, unit_text
 from wizard.step import CheckItem
 
 RERUN = "re-run roce-wizard --from roce"
@@ -142,15 +142,22 @@ def _persistence(host: str, facts: RoceFacts, want: Desired) -> CheckItem:
         problems.append(f"{SCRIPT_PATH} " + ("missing" if facts.script_text is None else "differs from the plan"))
     if facts.unit_text != unit_text(facts.openibd):
         problems.append(f"{QOS_UNIT} unit file " + ("missing" if facts.unit_text is None else "differs"))
+    for path, have, want_text in ((TEMPLATE_PATH, facts.template_text, template_text()),
+                                  (UDEV_RULE_PATH, facts.udev_rule_text, udev_rule_text())):  # fmt: skip
+        if have != want_text:
+            # without them a driver reload (openibd restart, modprobe) leaves the ports lossy until the next boot
+            problems.append(f"{path} " + ("missing" if have is None else "differs"))
     if facts.unit.enabled != "enabled":
         problems.append(f"{QOS_UNIT} is {facts.unit.enabled}, not enabled")
     if facts.unit.active == "failed":
         problems.append(f"{QOS_UNIT} failed (journalctl -u {QOS_UNIT})")
     return CheckItem(
         id="persistence",
-        title="settings re-applied at every boot",
+        title="settings re-applied at every boot and driver reload",
         status="fail" if problems else "pass",
-        evidence="; ".join(problems) or f"{QOS_UNIT} enabled ({facts.unit.active}), runs {SCRIPT_PATH} as planned",
+        evidence="; ".join(problems)
+        or f"{QOS_UNIT} enabled ({facts.unit.active}), runs {SCRIPT_PATH} as planned; {UDEV_RULE_PATH} re-runs it "
+        "for every port the driver re-creates",
         fix=f"{RERUN} (journalctl -u {QOS_UNIT} shows why it failed)" if problems else None,
     )
 

@@ -13,6 +13,10 @@ from steps.discovery_facts import NicPort
 QOS_UNIT = "roce-wizard-qos.service"
 UNIT_PATH = f"/etc/systemd/system/{QOS_UNIT}"
 SCRIPT_PATH = "/usr/local/sbin/roce-wizard-qos.sh"
+# Re-application after a driver reload: a udev rule on mlx5 netdev "add" starts the template unit per port.
+TEMPLATE_UNIT = "roce-wizard-qos@.service"
+TEMPLATE_PATH = f"/etc/systemd/system/{TEMPLATE_UNIT}"
+UDEV_RULE_PATH = "/etc/udev/rules.d/90-roce-wizard-qos.rules"
 CONFIGFS_CM = "/sys/kernel/config/rdma_cm"
 ROCE_V2 = "RoCE v2"
 ROCE_V1 = "IB/RoCE v1"
@@ -81,6 +85,8 @@ class RoceFacts(_Model):
     unit: UnitState = Field(default_factory=UnitState)
     unit_text: str | None = None
     script_text: str | None = None
+    template_text: str | None = None  # TEMPLATE_PATH
+    udev_rule_text: str | None = None  # UDEV_RULE_PATH
     openibd: bool = False  # openibd.service exists (DOCA-OFED / MLNX_OFED)
 
     def port(self, netdev: str) -> RocePort | None:

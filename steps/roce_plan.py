@@ -3,8 +3,19 @@
 from __future__ import annotations
 
 from steps.roce_desired import Desired, PortDelta, cm_needs, port_delta
-from steps.roce_facts import CONFIGFS_CM, QOS_UNIT, ROCE_V2, SCRIPT_PATH, UNIT_PATH, RoceFacts, RocePort
-from steps.roce_script import dcb_pfc_map, script_text, unit_text
+from steps.roce_facts import (
+    CONFIGFS_CM,
+    QOS_UNIT,
+    ROCE_V2,
+    SCRIPT_PATH,
+    TEMPLATE_PATH,
+    TEMPLATE_UNIT,
+    UDEV_RULE_PATH,
+    UNIT_PATH,
+    RoceFacts,
+    RocePort,
+)
+from steps.roce_script import dcb_pfc_map, script_text, template_text, udev_rule_text, unit_text
 from wizard.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 
 LLDPAD_WHY = (
@@ -184,17 +195,38 @@ def _rdma_cm(plan: HostPlan, facts: RoceFacts, want: Desired) -> None:
         )
 
 
+# Why udev and not PartOf=/WantedBy=openibd.service: PartOf= only propagates stop/restart jobs that systemd runs
+# (systemd.unit(5)); `/etc/init.d/openibd restart`, which DOCA's own docs and this wizard's ofed stage use, reloads
+# the driver behind systemd's back, and the inbox driver has no openibd.service at all (modprobe -r/modprobe, a PCI
+# reset). Every one of these re-registers the mlx5 netdevs, a kernel "add" uevent that udev turns into a start job
+# for the units in ENV{SYSTEMD_WANTS} (udev(7), systemd.device(5)).
+RELOAD_NOTE = (
+    "QoS across driver reloads: {rule} starts {instance} whenever mlx5_core (re)creates a port (boot, openibd "
+    "restart by systemctl or by the init script, modprobe with the inbox driver); PartOf=openibd.service would miss "
+    "a direct /etc/init.d/openibd call and does not exist with the inbox driver"
+)
+
+
 def _persistence(plan: HostPlan, host: str, facts: RoceFacts, want: Desired) -> None:
     script = script_text(host, facts, want)
     unit = unit_text(facts.openibd)
+    template, rule = template_text(), udev_rule_text()
     files = []
     if facts.script_text != script:
         files.append(FileWrite(path=SCRIPT_PATH, content=script, mode=0o755, before=facts.script_text))
     if facts.unit_text != unit:
         files.append(FileWrite(path=UNIT_PATH, content=unit, before=facts.unit_text))
+    if facts.template_text != template:
+        files.append(FileWrite(path=TEMPLATE_PATH, content=template, before=facts.template_text))
+    if facts.udev_rule_text != rule:
+        files.append(FileWrite(path=UDEV_RULE_PATH, content=rule, before=facts.udev_rule_text))
+    plan.notes.append(RELOAD_NOTE.format(rule=UDEV_RULE_PATH, instance=TEMPLATE_UNIT.replace("@.", "@PORT.")))
     commands = []
-    if files:
+    if any(f.path in (UNIT_PATH, TEMPLATE_PATH) for f in files):
         commands.append(RemoteCommand(argv=["systemctl", "daemon-reload"]))
+    if facts.udev_rule_text != rule:
+        # new rules apply to events after a reload (udevadm(8) control --reload)
+        commands.append(RemoteCommand(argv=["udevadm", "control", "--reload"]))
     if files or facts.unit.enabled != "enabled":
         commands.append(RemoteCommand(argv=["systemctl", "enable", QOS_UNIT]))
     if files or facts.unit.active != "active":
@@ -203,10 +235,14 @@ def _persistence(plan: HostPlan, host: str, facts: RoceFacts, want: Desired) -> 
     if commands:
         plan.changes.append(
             Change(
-                summary=f"persist across reboots: {QOS_UNIT} runs {SCRIPT_PATH} at every boot",
+                summary=(
+                    f"persist across reboots and driver reloads: {QOS_UNIT} runs {SCRIPT_PATH} at every boot, "
+                    f"a udev rule runs it for each port the driver re-creates"
+                ),
                 why=(
                     "mlnx_qos/dcb, ECN and RDMA-CM settings live in the driver and configfs and are lost on every "
-                    "reboot or driver reload (openibd restart)"
+                    "reboot or driver reload (openibd restart, modprobe); a boot-only unit would leave the ports "
+                    "lossy after a DOCA upgrade until someone re-runs the wizard"
                 ),
                 files=files,
                 commands=commands,

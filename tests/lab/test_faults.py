@@ -52,8 +52,29 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "sudo_refused",
         "auth_refused",
         "lockout",
+        "nm_renderer",
+        # PCIe platform faults: tests/lab/test_pcie_sim.py
+        "acs_enabled",
+        "iommu_translated",
+        "pcie_downgrade",
+        "vpi_ib_mode",
+        # what NCCL inherits: tests/steps/test_nccl_demo.py
+        "user_nccl_conf",
+        "memlock_limited",
     }
     assert set(FAULT_KINDS) == tested
+
+
+async def test_nm_renderer_hands_netplan_to_network_manager() -> None:
+    # Ubuntu Desktop's 01-network-manager-all.yaml sets the global renderer (netplan-yaml docs, `renderer`).
+    lab = await make_lab("server2:nm_renderer")
+    try:
+        host = lab.host("server2")
+        assert (await host.run("netplan get")).stdout.count("renderer: NetworkManager") == 1
+        assert (await host.run("systemctl is-active NetworkManager")).stdout == "active\n"
+        assert (await lab.host("server1").run("systemctl is-active NetworkManager")).status == 3
+    finally:
+        await lab.stop()
 
 
 async def test_link_down_takes_the_port_and_its_peer_down() -> None:

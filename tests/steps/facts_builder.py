@@ -166,4 +166,7 @@ def roce_facts(
         facts.unit = UnitState(active="active", enabled="enabled")
         facts.unit_text = unit_text(facts.openibd)
         facts.script_text = script_text(host, facts, want)
+        from steps.roce_script import template_text, udev_rule_text
+
+        facts.template_text, facts.udev_rule_text = template_text(), udev_rule_text()
     return facts

@@ -55,6 +55,8 @@ def nccl_facts(disc: DiscoveryFacts, **extra: Any) -> NcclFacts:
         "nproc": 64,
         "mtus": {p.netdev: 9000 for p in disc.rdma_ports() if p.netdev} | {"eno1": 1500},
         "modules": ["ib_core", "mlx5_core", "mlx5_ib", "nvidia", "nvidia_peermem"],
+        "ssh_user": "ubuntu",
+        "memlock": "unlimited",  # `bash -c 'ulimit -l'` over SSH on a host set up for RDMA
     }
     fields.update(extra)
     return NcclFacts(**fields)
@@ -429,3 +431,44 @@ def test_apt_candidate_is_read_from_apt_cache_policy() -> None:
     assert parse_apt_candidate(policy) == "2.23.4-1+cuda12.6"
     assert parse_apt_candidate("libnccl2:\n  Installed: (none)\n  Candidate: (none)\n") is None
     assert cuda_of_package("2.23.4-1+cuda12.6") == "12.6"
+
+
+# --- what NCCL inherits besides /etc/nccl.conf (issue 13 item 7) ---------------------------------------------
+def _checks(v: ClusterView, host: str = "server1") -> dict[str, Any]:
+    return {c.id: c for c in STEP.checks(v, host)}
+
+
+def test_a_users_nccl_conf_with_a_conflicting_key_fails_naming_file_key_and_both_values() -> None:
+    """NVIDIA/nccl src/misc/param.cc: ~/.nccl.conf (of the process's user) is read before /etc/nccl.conf and the
+    first value wins; root's file applies to the services, the SSH user's to mpirun."""
+    v = configured(cluster(server1=_pair("server1", 1, user_conf_path="/home/ubuntu/.nccl.conf",
+                                         user_conf="NCCL_IB_GID_INDEX=0\nNCCL_NSOCKS_PERTHREAD=4\n",
+                                         root_conf_path="/root/.nccl.conf", root_conf="NCCL_IB_TC=0\n")))  # fmt: skip
+    item = _checks(v)["user_conf"]
+    assert item.status == "fail"
+    assert item.evidence == (
+        "/home/ubuntu/.nccl.conf sets NCCL_IB_GID_INDEX=0 but /etc/nccl.conf leaves it unset; "
+        "/root/.nccl.conf sets NCCL_IB_TC=0 but /etc/nccl.conf sets NCCL_IB_TC=106"
+    )
+    assert item.fix and item.fix.startswith("delete the line")
+
+
+def test_a_users_nccl_conf_that_agrees_or_sets_unrelated_keys_passes() -> None:
+    v = configured(cluster(server1=_pair("server1", 1, root_conf_path="/root/.nccl.conf",
+                                         root_conf="NCCL_IB_TC=106\nNCCL_NSOCKS_PERTHREAD=4\n")))  # fmt: skip
+    assert _checks(v)["user_conf"].status == "pass"
+
+
+@pytest.mark.parametrize("limit", ["8192", "65536", "64"])
+def test_memlock_below_unlimited_in_a_non_interactive_ssh_session_fails_with_the_limits_fix(limit: str) -> None:
+    v = configured(cluster(server1=_pair("server1", 1, memlock=limit, ssh_user="ubuntu")))
+    item = _checks(v)["memlock"]
+    assert item.status == "fail"
+    assert item.evidence.startswith(f"server1: ulimit -l in a non-interactive SSH session as ubuntu is {limit} KB")
+    assert "'ubuntu soft memlock unlimited'" in item.fix and "/etc/security/limits.d/90-nccl-memlock.conf" in item.fix
+    assert "LimitMEMLOCK=infinity" in item.fix
+
+
+def test_memlock_unlimited_passes() -> None:
+    v = configured(cluster(server1=_pair("server1", 1, memlock="unlimited", ssh_user="ubuntu")))
+    assert _checks(v)["memlock"].status == "pass"

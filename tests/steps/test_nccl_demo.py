@@ -106,3 +106,45 @@ async def test_socket_fallback_fails_naming_the_host_and_the_overriding_file(tmp
         assert "NET/IB found no device on server2" in reason
         assert "/home/ubuntu/.nccl.conf sets NCCL_IB_HCA=mlx4" in reason
         assert "NCCL fell back to TCP sockets (NET/Socket) on server1" in records["server1"].reason
+
+
+# --- issue 13 item 7: what the services and mpirun really inherit -------------------------------------------------
+async def test_simulated_ssh_sessions_report_memlock_as_pam_limits_sets_it() -> None:
+    """limits.conf(5): a memlock line for the user (or "*", never for root) sets the session's limit; without one
+    the session keeps sshd's (8192 KB since Linux 5.16, kernel commit 9dcc38e2813e; systemd DefaultLimitMEMLOCK=8M).
+    """
+    from wizard.lab.profile import reference_profile
+
+    host = lab_module.SimHost("server1", reference_profile(0), "10.0.0.11/24",
+                              faults=[parse_fault("server1:memlock_limited")])  # fmt: skip
+    assert (await host.run("bash -c 'ulimit -l'", user="ubuntu")).stdout == "8192\n"
+    limits = "*  soft  memlock  unlimited\n*  hard  memlock  unlimited\n"
+    host.fs.install("/etc/security/limits.d/90-memlock.conf", limits)
+    assert (await host.run("bash -c 'ulimit -l'", user="ubuntu")).stdout == "unlimited\n"
+    assert (await host.run("bash -c 'ulimit -l'")).stdout == "8192\n"  # "*" never applies to root
+    plain = lab_module.SimHost("server2", reference_profile(1), "10.0.0.12/24")
+    assert (await plain.run("bash -c 'ulimit -l'", user="ubuntu")).stdout == "unlimited\n"
+
+
+async def test_a_services_nccl_conf_and_a_limited_memlock_fail_naming_file_key_values_and_the_fix(
+    tmp_path: Path,
+) -> None:
+    """Two things NCCL inherits that /etc/nccl.conf does not show (one lab run for both, to stay fast):
+    - NCCL reads $NCCL_CONF_FILE or ~/.nccl.conf of the process's user (getpwuid) before /etc/nccl.conf and keeps the
+      first value (NVIDIA/nccl src/misc/param.cc initEnvFunc; setenv without overwrite, src/os/linux.cc). The
+      inference/Ray units run as root: /root/.nccl.conf with NCCL_IB_TC=0 puts their RDMA on the lossy class even
+      though every test by the SSH user passes.
+    - mpirun starts its remote daemons over non-interactive ssh: they get the limits pam_limits sets for that
+      session (limits.conf(5)), not a login shell's. RDMA pins registered memory, so anything but unlimited makes
+      ibv_reg_mr fail (NCCL troubleshooting guide, memlock [S35]); the stage says so before running mpirun at all."""
+    async with cluster(tmp_path, "server2:user_nccl_conf", "server2:memlock_limited") as (lab, session):
+        code, records = await run(session)
+        assert code == 1 and records["server2"].status == "failed"
+        reason = records["server2"].reason
+        assert "/root/.nccl.conf sets NCCL_IB_TC=0 but /etc/nccl.conf sets NCCL_IB_TC=106" in reason
+        assert "delete the line" in reason
+        assert "ulimit -l in a non-interactive SSH session as ubuntu is 8192 KB, not unlimited" in reason
+        assert "/etc/security/limits.d/" in reason and "LimitMEMLOCK=infinity" in reason
+        assert not any(" -np " in cmd for cmd in lab.host("server1").history)  # mpirun never started
+        checks = {c.id: c for c in records["server1"].checks}
+        assert checks["user_conf"].status == "pass" and checks["memlock"].status == "pass"

@@ -156,7 +156,7 @@ def test_full_run_on_configured_hosts_passes_every_check() -> None:
     checks = _checks_with_run(run)
     assert {i: c.status for i, c in checks.items()} == {
         "conf": "pass", "user_conf": "pass", "bashrc": "pass", "tests": "pass", "transport": "pass",
-        "hcas": "pass", "gdr": "pass", "version": "pass", "busbw": "pass", "rails": "pass",
+        "hcas": "pass", "gdr": "pass", "version": "pass", "busbw": "pass", "rails": "pass", "memlock": "pass",
     }  # fmt: skip
 
 
@@ -175,7 +175,7 @@ def test_a_users_nccl_conf_that_overrides_the_hca_list_is_named_as_the_cause() -
     for host in v.facts:
         v.facts[host]["nccl"]["cluster"] = {"launcher": "mpirun", "log": log}
     checks = {item.id: item for item in Nccl().checks(v, "server1")}
-    assert checks["user_conf"].status == "warn" and "NCCL_IB_HCA=mlx4" in checks["user_conf"].evidence
+    assert checks["user_conf"].status == "fail" and "NCCL_IB_HCA=mlx4" in checks["user_conf"].evidence
     transport = checks["transport"]
     assert transport.status == "fail" and "NCCL saw NCCL_IB_HCA=mlx4" in transport.evidence
     assert "/home/ubuntu/.nccl.conf sets NCCL_IB_HCA=mlx4" in (transport.fix or "")

@@ -13,7 +13,7 @@ from steps.roce import Roce
 from steps.roce_desired import Desired
 from steps.roce_facts import RdmaCm, RoceFacts, SkippedPort, UnitState, roce_targets
 from steps.roce_plan import build_plan
-from steps.roce_script import script_text, unit_text
+from steps.roce_script import script_text, template_text, udev_rule_text, unit_text
 from tests.steps.facts_builder import answers, roce_facts, view
 
 ANSWERS = answers()
@@ -184,9 +184,12 @@ def test_qos_changes_need_confirmation_and_persistence_is_safe():
     assert [f.path for f in persist.files] == [
         "/usr/local/sbin/roce-wizard-qos.sh",
         "/etc/systemd/system/roce-wizard-qos.service",
+        "/etc/systemd/system/roce-wizard-qos@.service",
+        "/etc/udev/rules.d/90-roce-wizard-qos.rules",
     ]
     assert [c.argv for c in persist.commands] == [
         ["systemctl", "daemon-reload"],
+        ["udevadm", "control", "--reload"],
         ["systemctl", "enable", "roce-wizard-qos.service"],
         ["systemctl", "restart", "roce-wizard-qos.service"],
     ]
@@ -287,3 +290,46 @@ def test_step_plan_reads_facts_stored_by_the_runner():
     v = view(ANSWERS, {"server1": {"roce": roce_facts(configured=True)}})
     assert Roce().plan(v, "server1").changes == []
     assert Roce().plan(view(ANSWERS, {}), "server1").blockers == ["server1: no roce facts (probe did not run)"]
+
+
+# -- re-application after a driver reload (issue 13 item 2) ------------------------------------------------------
+def test_qos_is_reapplied_by_a_udev_rule_on_mlx5_netdev_add_for_doca_and_inbox_alike():
+    """udev(7): ENV{SYSTEMD_WANTS} on a net device "add" starts the unit each time the device appears
+    (systemd.device(5)); DRIVERS matches the PCI parent bound to mlx5_core; $name is the name after renaming.
+    PartOf=openibd.service would only follow `systemctl restart openibd` (systemd.unit(5)), not a direct
+    `/etc/init.d/openibd restart`, and the inbox driver has no openibd.service."""
+    rule = [line for line in udev_rule_text().splitlines() if not line.startswith("#")]
+    assert rule == [
+        'ACTION=="add", SUBSYSTEM=="net", DRIVERS=="mlx5_core", TAG+="systemd", '
+        'ENV{SYSTEMD_WANTS}+="roce-wizard-qos@$name.service"'
+    ]
+    template = template_text().splitlines()
+    for line in ("BindsTo=sys-subsystem-net-devices-%i.device", "After=sys-subsystem-net-devices-%i.device",
+                 "Type=oneshot", "ExecStart=/usr/local/sbin/roce-wizard-qos.sh %I"):  # fmt: skip
+        assert line in template
+    assert "PartOf" not in unit_text(True) + template_text()
+    plan = build_plan("server1", roce_facts(), WANT)
+    assert any("PartOf=openibd.service would miss a direct /etc/init.d/openibd call" in n for n in plan.notes)
+
+
+async def test_the_script_given_a_port_configures_that_port_only_and_ignores_ports_it_does_not_own():
+    """What roce-wizard-qos@PORT.service runs: one port, its RDMA device's RDMA-CM ToS; an mlx5 port the wizard
+    does not configure (the SSH port on a ConnectX) is left alone with exit 0 so the unit does not fail."""
+    lab = pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")
+    from wizard.lab import packages
+    from wizard.lab.profile import reference_profile
+
+    host = lab.SimHost("server1", reference_profile(0), "10.0.0.11/24")
+    for pkg in packages.DOCA:
+        packages.install_files(host, pkg)
+    host.power_on()
+    host.fs.install("/usr/local/sbin/roce-wizard-qos.sh", script_text("server1", roce_facts(), WANT), 0o755)
+    done = await host.run("/usr/local/sbin/roce-wizard-qos.sh ens2f0np0")
+    assert done.status == 0, done.stderr
+    trust = {name: dev.qos.trust for name, dev in host.netdevs.items() if dev.qos is not None}
+    assert trust == {"ens1f0np0": "pcp", "ens1f1np1": "pcp", "ens2f0np0": "dscp", "ens2f1np1": "pcp"}
+    assert host.rdma_cfg["mlx5_2"]["tos"] == 106 and "mlx5_0" not in host.rdma_cfg
+    other = await host.run("/usr/local/sbin/roce-wizard-qos.sh eno1")
+    assert other.status == 0 and "eno1 is not a RoCE port roce-wizard configures" in other.stdout
+    assert (await host.run("/usr/local/sbin/roce-wizard-qos.sh")).status == 0
+    assert {dev.qos.trust for dev in host.netdevs.values() if dev.qos is not None} == {"dscp"}

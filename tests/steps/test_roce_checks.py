@@ -162,3 +162,10 @@ def test_systemctl_show_gives_each_units_state_and_not_found_for_a_missing_one()
     assert states["lldpad.service"] == UnitState(active="active", enabled="enabled")
     assert states["lldpad.socket"] == UnitState(active="inactive", enabled="not-found")
     assert states["roce-wizard-qos.service"].active == "failed"
+
+
+def test_persistence_fails_when_the_udev_rule_that_survives_driver_reloads_is_missing():
+    facts = roce_facts(configured=True)
+    facts.udev_rule_text = None
+    item = by_id(host_checks("server1", facts, WANT))["persistence"]
+    assert item.status == "fail" and item.evidence == "/etc/udev/rules.d/90-roce-wizard-qos.rules missing"

@@ -113,3 +113,22 @@ async def test_roce_configures_every_port_then_plans_nothing_and_survives_a_rebo
         for host, (status, reason, changes) in after.items():
             assert (status, changes) == ("done", []), (host, reason)
             assert reason.startswith("verified; mlnx_qos already trusts DSCP with PFC on priority 3 on all 4 port(s)")
+
+
+async def test_qos_comes_back_by_itself_after_openibd_restart_and_the_next_run_changes_nothing(tmp_path):
+    """Issue 13 item 2. `/etc/init.d/openibd restart` (a DOCA upgrade, troubleshooting) reloads mlx5_core: the
+    netdevs are re-created with driver defaults (trust pcp, no PFC, ECN off, RDMA-CM ToS 0; NVIDIA DOCA/MLNX_OFED
+    "RoCE Configuration": mlnx_qos/cma_roce_tos settings are not persistent). A boot-only oneshot unit does not run
+    again; the wizard's udev rule (udev(7) SYSTEMD_WANTS on the mlx5 netdev "add" event, systemd.device(5)) starts
+    roce-wizard-qos@PORT.service for every re-created port, so QoS is back before anyone re-runs the wizard."""
+    async with lab_runner(tmp_path, load_answers(EXAMPLE)) as (lab, runner):
+        assert await run(runner, ["discovery", "roce"]) == 0, stage_status(runner, "roce")
+        server1 = lab.host("server1")
+        assert (await server1.run("/etc/init.d/openibd restart")).status == 0
+        qos = server1.netdevs["ens2f1np1"].qos
+        assert (qos.trust, qos.pfc, qos.ecn_np[3], qos.ecn_rp[3]) == ("dscp", [0, 0, 0, 1, 0, 0, 0, 0], 1, 1)
+        assert server1.rdma_cfg["mlx5_3"]["tos"] == 106
+
+        after = await rerun(runner, "roce")
+        for host, (status, reason, changes) in after.items():
+            assert (status, changes) == ("done", []), (host, reason)

@@ -20,7 +20,7 @@ from wizard.lab.nodes import Dir, DynDir, DynFile, File, Node, Symlink
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
 
-VERSION = 1
+VERSION = 2  # 2: udev, dkms and openssl in the base image (issue 13); older disks start fresh
 KERNEL_MOUNTS = ("sys", "proc", "dev")
 DISK_ATTRS = ("packages", "doca_repo", "users")
 

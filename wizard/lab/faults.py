@@ -17,6 +17,13 @@ FAULT_KINDS: dict[str, bool | None] = {
     "sudo_refused": False,
     "auth_refused": False,
     "lockout": None,
+    "user_nccl_conf": None,
+    "memlock_limited": None,
+    "nm_renderer": False,
+    "acs_enabled": False,
+    "iommu_translated": False,
+    "pcie_downgrade": None,
+    "vpi_ib_mode": None,
 }
 
 FAULT_HELP = {
@@ -32,6 +39,14 @@ FAULT_HELP = {
     "auth_refused": "auth_refused       the client key is rejected",
     "lockout": "lockout[=TEXT]     a change cuts the management network (after the first command matching TEXT,\n"
     "                   default 'netplan apply') until an armed revert restores it",
+    "user_nccl_conf": "user_nccl_conf[=USER] ~USER/.nccl.conf (default root, as the services run) sets NCCL_IB_TC=0",
+    "memlock_limited": "memlock_limited[=KB] SSH sessions get ulimit -l KB (default 8192) instead of unlimited",
+    "nm_renderer": "nm_renderer        netplan renders with NetworkManager (01-network-manager-all.yaml); networkd off",
+    "acs_enabled": "acs_enabled        PCIe ACS redirect on the switch ports (GPU<->NIC P2P goes via the root complex)",
+    "iommu_translated": "iommu_translated   intel_iommu=on without iommu=pt: DMA translated (DMA-FQ), ACS enabled",
+    "pcie_downgrade": "pcie_downgrade[=NETDEV|GPUn] the card (default: first port's) trained at half its PCIe width",
+    "vpi_ib_mode": "vpi_ib_mode[=NETDEV] firmware sets the port (default: the first card's last) to InfiniBand\n"
+    "                   at the next boot (mlxconfig LINK_TYPE_Pn=IB(1))",
 }
 
 

@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wizard.lab import kmods, netops, netplan, packages, rootfs, services
+from wizard.lab import kmods, netops, netplan, packages, rootfs, services, udev, user_env
 from wizard.lab.faults import Fault
 from wizard.lab.gids import GidTable
 from wizard.lab.linkstate import LinkState
@@ -99,12 +99,15 @@ class SimHost(LinkState):
 
     def install_fault_software(self) -> None:
         """Software a fault puts on the disk (pfc_off: an enabled lldpad); also after a saved disk is restored."""
+        user_env.install_fault_files(self)  # user_nccl_conf: a ~/.nccl.conf that overrides /etc/nccl.conf
         if self.fault("pfc_off"):
             pkg = packages.catalog("ubuntu")["lldpad"]
             packages.install_files(self, pkg)
             unit = services.find_unit(self, "lldpad")
             assert unit is not None
             services.enable(self, unit)
+        if self.fault("nm_renderer"):
+            netplan.use_network_manager(self)  # the netplan renderer is NetworkManager (Ubuntu Desktop style)
 
     # -- faults and context ------------------------------------------------------------------------------
     def fault(self, kind: str, arg: str | None = None) -> Fault | None:
@@ -223,6 +226,7 @@ class SimHost(LinkState):
 
     async def start_units(self) -> None:
         await services.boot(self)
+        await udev.coldplug(self)  # systemd-udev-trigger: "add" for every device, SYSTEMD_WANTS units start
 
     def reapply_network(self, only: set[str] | None = None) -> None:
         try:
@@ -240,14 +244,21 @@ class SimHost(LinkState):
             names = netops.create_ports(self)
             self.reapply_network(set(names))
             self.reapply_network()
+            udev.event(self, "add", names, autoload=True)  # udev also loads mlx5_ib by modalias
         elif "mlx5_core" not in self.modules and have:
+            gone = [p.netdev for p in self.profile.ports if p.netdev in self.netdevs]
             netops.remove_ports(self)
+            self.rdma_cfg.clear()  # the RDMA devices went with mlx5_core, and their rdma_cm configfs groups
+            self.__dict__.pop("cm_groups", None)
+            udev.event(self, "remove", gone)
 
     async def driver_reload(self) -> None:
         """/etc/init.d/openibd restart: the RDMA stack is unloaded and loaded again (DOCA's once installed)."""
         self.modules = [m for m in self.modules if m not in kmods.RDMA_STACK]
         self.stack = "doca" if self.doca_built else "inbox"
+        gone = [p.netdev for p in self.profile.ports if p.netdev in self.netdevs]
         netops.remove_ports(self)
+        udev.event(self, "remove", gone)
         self._booting = True
         try:
             for name in kmods.boot_set(self):
@@ -262,7 +273,10 @@ class SimHost(LinkState):
             self.kernel_log(f"mlx5_core {port.pci}: E-Switch: Total vports 2, per vport: max uc(128) max mc(2048)")
         self.reapply_network(set(names))
         self.reapply_network()
+        # each re-created netdev is a kernel "add" uevent: udev rules (SYSTEMD_WANTS) run as on real hosts
+        udev.event(self, "add", names)
         await asyncio.sleep(0.2 * self.time_scale)
+        await udev.settle(self)
 
     def request_reboot(self) -> None:
         if self.state != "running":

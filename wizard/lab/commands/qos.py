@@ -193,7 +193,9 @@ async def dcb(ctx: Ctx) -> int:
         ctx.print("pfc-cap 8 macsec-bypass off delay 0 ")
         ctx.print("prio-pfc " + " ".join(f"{p}:{'on' if q.pfc[p] else 'off'}" for p in range(8)) + " ")
         return 0
-    apps = ctx.host.__dict__.setdefault("dcb_apps", {}).setdefault(name, {})
+    # The kernel keeps DCB APP entries per netdev (net/dcb/dcbnl.c, by ifindex) and mlx5 drops its DSCP entries
+    # with the netdev (en_dcbnl.c mlx5e_dcbnl_delete_app): they live on the netdev and vanish on a driver reload.
+    apps: dict[int, int] = dev.__dict__.setdefault("dcb_apps", {})
     if verb in ("add", "replace"):
         for p in pairs:
             dscp, _, prio = p.partition(":")
