@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wizard.lab import kmods, netops, netplan, packages, rootfs, services, udev, user_env
+from wizard.lab import boot, kmods, netops, netplan, packages, rootfs, services, udev, user_env
 from wizard.lab.faults import Fault
 from wizard.lab.gids import GidTable
 from wizard.lab.linkstate import LinkState
@@ -225,7 +225,7 @@ class SimHost(LinkState):
         return names
 
     async def start_units(self) -> None:
-        await services.boot(self)
+        await boot.boot(self)
         await udev.coldplug(self)  # systemd-udev-trigger: "add" for every device, SYSTEMD_WANTS units start
 
     def reapply_network(self, only: set[str] | None = None) -> None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from wizard.lab.streams import CallbackSink, TextInput
+from wizard.lab.unit_env import expand
 from wizard.lab.vfs import ROOT, FsError, Symlink
 
 if TYPE_CHECKING:
@@ -308,35 +309,6 @@ async def _run_simple(host: SimHost, unit: Unit, line: str, generation: int) -> 
         host.journal_log(unit.name, f"Started {unit.description}.")
 
 
-def unit_environment(host: SimHost, unit: Unit) -> dict[str, str]:
-    """Variables from EnvironmentFile= (a missing "-" file is skipped) and Environment=, later ones winning."""
-    env: dict[str, str] = {}
-    for path in unit.all("Service", "EnvironmentFile"):
-        try:
-            text = host.fs.read_text(path.lstrip("-"))
-        except FsError:
-            continue
-        for raw in text.splitlines():
-            key, sep, value = raw.strip().partition("=")
-            if sep and not key.startswith(("#", ";")):
-                env[key.strip()] = value.strip().strip('"')
-    for assignment in unit.all("Service", "Environment"):
-        for word in assignment.split():
-            key, sep, value = word.strip('"').partition("=")
-            if sep:
-                env[key] = value
-    return env
-
-
-def expand(host: SimHost, unit: Unit, line: str) -> str:
-    """${VAR} in an ExecStart= line, substituted from the unit's environment as systemd does (systemd.service(5),
-    "Command lines": "${FOO}" is replaced by the variable's value; unset variables become empty)."""
-    if "${" not in line:
-        return line
-    env = unit_environment(host, unit)
-    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", lambda m: env.get(m.group(1), ""), line)
-
-
 async def _run_exec(host: SimHost, unit: Unit, line: str) -> int:
     cmd = expand(host, unit, line.lstrip("-@+!"))
     cmd = cmd.replace("%b", "0" * 32).replace("%H", host.hostname).replace("%n", unit.name).replace("%%", "%")
@@ -364,69 +336,6 @@ async def stop(host: SimHost, unit: Unit) -> None:
     rt.generation += 1
 
 
-def boot_order(host: SimHost) -> list[Unit]:
-    """Enabled units in start order: by target, then After= among themselves, then name."""
-    units: dict[str, Unit] = {}
-    rank: dict[str, int] = {}
-    for ti, target in enumerate(BOOT_TARGETS):
-        try:
-            names = host.fs.listdir(f"/etc/systemd/system/{target}.wants")
-        except FsError:
-            continue
-        for n in names:
-            u = find_unit(host, n)
-            if u is not None and "masked" not in u.sections and n not in units:
-                units[n], rank[n] = u, ti
-    ordered: list[Unit] = []
-    placed: set[str] = set()
-
-    def place(name: str, depth: int = 0) -> None:
-        if name in placed or depth > 20:
-            return
-        for dep in units[name].after:
-            if dep in units:
-                place(dep, depth + 1)
-        placed.add(name)
-        ordered.append(units[name])
-
-    for n in sorted(units, key=lambda n: (rank[n], n)):
-        place(n)
-    return ordered
-
-
-async def boot(host: SimHost) -> None:
-    """Start the enabled units; those ordered After=network-online.target wait until wait-online is done.
-
-    The wait and the boot's length in simulated seconds are in wizard/lab/waitonline.py (host.boot_timing). The
-    lab's first boot happened before the lab started: it is recorded, never waited for.
-    """
-    from wizard.lab import waitonline
-
-    first = getattr(host, "boot_timing", None) is None
-    host.units.clear()
-    timing = waitonline.BootTiming()
-    clock = waitonline.EARLY_USERSPACE_S
-    order = boot_order(host)
-    late: set[str] = set()
-    for unit in order:  # boot_order puts a unit's After= dependencies first
-        if any(dep == "network-online.target" or dep in late for dep in unit.after):
-            late.add(unit.name)
-    for unit in [u for u in order if u.name not in late]:
-        timing.started[unit.name] = clock
-        clock += waitonline.UNIT_S
-        await start(host, unit, "boot")
-    await waitonline.reach_online(host, timing, sleep=not first)
-    clock += timing.wait_online
-    for unit in [u for u in order if u.name in late]:
-        timing.started[unit.name] = clock
-        clock += waitonline.UNIT_S
-        await start(host, unit, "boot")
-    timing.userspace = clock
-    host.boot_timing = timing
-    host.journal_log("multi-user.target", "Reached target Multi-User System.")
-    host.journal_log("init.scope", waitonline.startup_finished(timing))
-
-
 def unit_loaded_changed(host: SimHost, unit: Unit) -> bool:
     rt = host.units.get(unit.name)
     return rt is not None and rt.loaded_text is not None and rt.loaded_text != unit.text
@@ -439,4 +348,4 @@ def daemon_reload(host: SimHost) -> None:
             rt.loaded_text = u.text
 
 
-__all__ = ["ROOT", "Unit", "boot", "daemon_reload", "disable", "enable", "enabled_state", "find_unit", "start", "stop"]
+__all__ = ["ROOT", "Unit", "daemon_reload", "disable", "enable", "enabled_state", "find_unit", "start", "stop"]
