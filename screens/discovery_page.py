@@ -48,7 +48,29 @@ def host_cells(facts: DiscoveryFacts) -> dict[str, str]:
         "GPUs": f"{len(facts.gpus)} x {facts.gpus[0].name}" if facts.gpus else "none",
         "GPU driver": facts.gpu_driver or "-",
         "SSH arrives on": facts.ssh_interface or "?",
+        "platform": platform_cell(facts),
     }
+
+
+def platform_cell(facts: DiscoveryFacts) -> str:
+    """IOMMU mode, ACS redirects, PCIe link downgrades and the firmware tool, in one line (details in the checks)."""
+    platform = facts.platform
+    if platform is None:
+        return "not read"
+    types = sorted(set(platform.iommu_types.values()))
+    iommu = "IOMMU off" if not platform.iommu_groups else f"IOMMU {'/'.join(types) or 'on'}"
+    redirecting = [b for b, bridge in platform.bridges.items() if bridge.redirect]
+    acs = f"ACS redirect enabled on {len(redirecting)} PCIe bridge(s)"
+    if platform.caps_readable is False:
+        acs = "ACS unreadable"
+    # An idle GPU lowers its link speed to save power; only its width counts, as in the pcie_links check.
+    slow = [
+        link
+        for link in platform.links
+        if link.sta_width < link.cap_width or (link.kind == "nic" and link.sta_speed < link.cap_speed)
+    ]
+    links = f"{len(slow)} PCIe link(s) downgraded" if slow else "PCIe links at full width/speed"
+    return " · ".join([iommu, acs if redirecting or platform.caps_readable is False else "no ACS redirect", links])
 
 
 def majority(values: list[str]) -> str | None:
