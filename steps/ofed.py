@@ -11,6 +11,8 @@ from steps.discovery_facts import DiscoveryFacts, try_parse
 from steps.ofed_checks import build_checks
 from steps.ofed_plan import build_plan
 from steps.ofed_repo import KEYRING_DIRS, KEYRINGS, MANAGED_FILES
+from steps.platform_checks import firmware_check
+from steps.platform_facts import named_endpoints
 from wizard.executors.base import Executor
 from wizard.predict import Prediction
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
@@ -106,7 +108,13 @@ class Ofed(Step):
         disc, facts = _facts(view, host)
         if disc is None or facts is None:
             return [CheckItem(id="facts", title="facts collected", status="fail", evidence="no facts")]
-        return build_checks(host, view.answers.ofed, disc, facts)
+        items = build_checks(host, view.answers.ofed, disc, facts)
+        # DOCA brings mstflint: the firmware read that discovery skipped on a bare host can run now (a VPI port left
+        # in InfiniBand mode on this Ethernet design fails here, before the network stage builds rails on it).
+        firmware = firmware_check(disc.platform, named_endpoints(disc)[0]) if disc.platform else None
+        if firmware is not None and disc.platform and disc.platform.firmware_tool:
+            items.append(firmware)
+        return items
 
 
 def _facts(view: ClusterView, host: str) -> tuple[DiscoveryFacts | None, of.OfedFacts | None]:
