@@ -13,6 +13,16 @@ def predict(view: ClusterView, host: str, plan: HostPlan, design: Design) -> Pre
     """Every rail port gets its address and MTU; each address adds a RoCE v1 and a RoCE v2 GID entry."""
     mtu = view.answers.network.mtu
     rails = [(e.netdev, e.ip, e.address, e.rdma_device) for e in design.endpoints if e.rdma and not e.lag]
+    lags = [e.netdev for e in design.endpoints if e.lag]
+    if lags:
+        # The driver names a RoCE LAG device (mlx5_bond_<n>) when the bond forms; its name and GIDs are read, never
+        # guessed, so the later stages' exported scripts stop until they are re-planned.
+        values = [f"RoCE LAG {', '.join(lags)}: device names are read once the bonds exist (not predicted)"]
+        guards = [
+            "echo 'RoCE LAG device names are read once the bonds exist: run roce-wizard plan again after "
+            "02-network.sh' >&2; exit 1"
+        ]
+        return Prediction("network", values, lambda facts: facts, guards)
     if not rails:
         return None
     disc = view.stage_facts(host, "discovery") or {}

@@ -126,3 +126,32 @@ def test_renaming_touches_whole_names_and_hca_tokens_but_not_prose() -> None:
 
 def test_an_ipv4_gid_is_the_ipv4_mapped_address_as_sysfs_prints_it() -> None:
     assert ipv4_mapped_gid("192.168.11.1") == "0000:0000:0000:0000:0000:ffff:c0a8:0b01"
+
+
+def test_rail_addresses_predict_the_next_free_roce_v2_gid_and_every_stage_sees_them() -> None:
+    from tests.steps.facts_builder import view
+    from tests.steps.test_network import RAILS, STEP, two_hosts
+    from wizard.predict import predicted_facts
+
+    ans, facts = two_hosts(RAILS)
+    v = view(ans, facts)
+    prediction = STEP.predict(v, "server1", STEP.plan(v, "server1"))
+    assert prediction is not None
+    after = predicted_facts(v.facts["server1"], [prediction])
+    port = next(p for p in after["discovery"]["ports"] if p["netdev"] == "ens1f0np0")
+    v2 = [g for g in port["gids"] if g["version"] == "v2" and g["ipv4"]]
+    assert [(g["ipv4"], g["gid"]) for g in v2] == [("192.168.11.1", "0000:0000:0000:0000:0000:ffff:c0a8:0b01")]
+    assert port["ipv4"] == ["192.168.11.1/24"] and port["mtu"] == 9000
+    assert v.facts["server1"]["discovery"]["ports"][0]["ipv4"] == [], "the real facts are never changed"
+    assert any("cat /sys/class/infiniband/" in line and "/gids/" in line for line in prediction.guards)
+
+
+def test_roce_lag_device_names_are_never_guessed_so_later_scripts_stop_until_re_planned() -> None:
+    from tests.steps.facts_builder import view
+    from tests.steps.test_network import LAG, STEP, two_hosts
+
+    ans, facts = two_hosts(LAG)
+    v = view(ans, facts)
+    prediction = STEP.predict(v, "server1", STEP.plan(v, "server1"))
+    assert prediction is not None and "not predicted" in prediction.values[0]
+    assert prediction.guards[-1].endswith("exit 1")
