@@ -70,7 +70,6 @@ class Sysfs(RdmaSysfs):
     def _bus_pci(self) -> dict[str, Node]:
         return {a: Symlink(self.pci_path(a)) for a in self._pci_devices()}
 
-
     def _virtual(self) -> DynDir:
         def nets() -> dict[str, Node]:
             return {d.name: self._netdev_dir(d) for d in self.host.netdevs.values() if not d.pci}
