@@ -16,7 +16,7 @@ from steps.discovery_facts import DiscoveryFacts, NicPort
 if TYPE_CHECKING:
     from screens.app import WizardApp
 
-PORT_COLUMNS = ("netdev", "rdma", "state", "speed", "mtu", "v2 GID", "fw", "numa", "model", "pci")
+PORT_COLUMNS = ("netdev", "rdma", "state", "speed", "mtu", "switch/port", "v2 GID", "fw", "numa", "model", "pci")
 
 
 def port_cells(port: NicPort) -> dict[str, str]:
@@ -30,6 +30,7 @@ def port_cells(port: NicPort) -> dict[str, str]:
         "fw": port.firmware or "?",
         "speed": speed,
         "mtu": str(port.mtu or "?"),
+        "switch/port": port.lldp.switch_port if port.lldp else "-",  # LLDP neighbour (lldpd), steps/discovery_lldp.py
         "state": (port.rdma_state or ("up" if port.link_detected else "down")).lower(),
         "v2 GID": "-" if gid is None else str(gid),
         "numa": "-" if port.numa_node is None else str(port.numa_node),

@@ -6,6 +6,7 @@ from typing import Any
 
 from steps import discovery_facts as df
 from steps.discovery_checks import describe_host, discovery_checks, host_differences
+from steps.discovery_lldp import lldp_cluster_checks, lldp_host_checks, probe_lldp
 from steps.platform_facts import named_endpoints, probe_platform
 from wizard.executors.base import SudoRefused
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
@@ -87,6 +88,7 @@ class Discovery(Step):
             facts.packages = {k: v for k, v in packages.packages.items() if k in df.RELEVANT_PACKAGES and v}
             facts.nccl_version = (facts.packages.get("libnccl2") or "").split("-")[0] or None
         await self._probe_gpus(facts, out, notes)
+        await probe_lldp(ex, facts)
         facts.platform = await probe_platform(ex, *named_endpoints(facts))
         return facts.model_dump(mode="json")
 
@@ -130,7 +132,7 @@ class Discovery(Step):
         if raw is None:
             return [CheckItem(id="facts", title="facts collected", status="fail", evidence="no facts")]
         facts = df.DiscoveryFacts.model_validate(raw)
-        return discovery_checks(facts, view.answers.discovery)
+        return discovery_checks(facts, view.answers.discovery) + lldp_host_checks(view, facts)
 
     def describe(self, view: ClusterView, host: str) -> list[str]:
         raw = view.stage_facts(host, self.id)
@@ -142,7 +144,10 @@ class Discovery(Step):
             for h in view.answers.hosts
             if view.stage_facts(h.name, self.id)
         }
-        return host_differences(facts)
+        result = host_differences(facts)
+        for host, items in lldp_cluster_checks(view, facts).items():
+            result.setdefault(host, []).extend(items)
+        return result
 
 
 __all__ = ["GID_GLOBS", "Discovery", "describe_host", "discovery_checks", "host_differences"]

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from steps.platform_facts import PlatformFacts
 from wizard.parsers import ParseError, parse
+from wizard.parsers.lldp import LldpNeighbor
 
 # PCI device ids of NVIDIA (Mellanox) network adapters we name; others are shown with their lspci text.
 CONNECTX_MODELS: dict[str, str] = {
@@ -89,6 +90,8 @@ class NicPort(_Model):
     driver: str | None = None
     firmware: str | None = None
     gids: list[Gid] = Field(default_factory=list)
+    lldp: LldpNeighbor | None = None
+    """The switch port LLDP sees on this port (lldpd's lldpctl), None when none is known."""
 
     @property
     def card(self) -> str:
@@ -135,6 +138,8 @@ class DiscoveryFacts(_Model):
     nccl_version: str | None = None
     platform: PlatformFacts | None = None
     """PCIe paths/ACS, IOMMU mode, link training and NIC firmware settings (steps/platform_facts.py)."""
+    lldp_status: str | None = None
+    """"ok", "not installed", "not running" or "refused": whether LLDP neighbours could be read at all."""
     notes: list[str] = Field(default_factory=list)
 
     def port_by_netdev(self, netdev: str) -> NicPort | None:

@@ -30,6 +30,7 @@ from steps.roce_facts import (
     roce_targets,
 )
 from steps.roce_plan import build_plan
+from steps.roce_switch import switch_dcb_checks
 from wizard.executors.base import CommandResult, Executor
 from wizard.parsers import ParseError, parse
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
@@ -164,7 +165,8 @@ class Roce(Step):
         facts = _facts(view, host)
         if facts is None:
             return [CheckItem(id="facts", title="roce facts", status="fail", evidence="no facts collected")]
-        return host_checks(host, facts, Desired.from_answers(view.answers))
+        want = Desired.from_answers(view.answers)
+        return host_checks(host, facts, want) + switch_dcb_checks(view.stage_facts(host, "discovery"), facts, want)
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         facts = {h.name: f for h in view.answers.hosts if (f := _facts(view, h.name)) is not None}

@@ -13,7 +13,7 @@ from wizard import __version__
 from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, UsageError, WizardError
 
 STAGE_IDS = ("discovery", "ofed", "network", "roce", "gpudirect", "nccl", "inference")
-SUBCOMMANDS = ("check", "plan", "status", "schema", "parse", "lab", "rollback", "bwtest", "doctor")
+SUBCOMMANDS = ("check", "plan", "status", "schema", "parse", "lab", "rollback", "bwtest", "doctor", "switch-config")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -26,7 +26,8 @@ def _run_parser() -> argparse.ArgumentParser:
         prog="roce-wizard",
         description="From bare GPU servers to a verified RoCE fabric. Without --answers (and without --demo) "
         "it opens the terminal wizard.",
-        epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor} --help",
+        epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor,switch-config} "
+        "--help",
     )
     p.add_argument("--answers", type=Path, help="answers file; runs every stage headless")
     p.add_argument("--demo", action="store_true", help="run against the built-in SIMULATED cluster on 127.0.0.1")
@@ -38,6 +39,9 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
     p.add_argument("--reset", action="store_true", help="(--demo) start from bare simulated hosts, forget progress")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every command's output")
+    from wizard.session import add_profile_option
+
+    add_profile_option(p)
     p.add_argument("--version", action="version", version=f"roce-wizard {__version__}")
     return p
 
@@ -118,9 +122,10 @@ def _main_run(args: argparse.Namespace) -> int:
     if args.answers is None and not args.demo:
         raise UsageError("no terminal for the wizard: give --answers FILE to run headless (or --demo)")
     from wizard.answers import load_answers
-    from wizard.paths import example_answers
+    from wizard.session import check_profile, demo_answers
 
-    answers = load_answers(args.answers or example_answers())
+    args.profile = check_profile(args.profile, args.demo)
+    answers = load_answers(args.answers or demo_answers(args.profile))
     stages = select_stages(args.only, args.from_stage)
     if (args.fault or args.reset) and not args.demo:
         raise UsageError("--fault and --reset only apply to the simulated cluster (--demo)")
@@ -159,7 +164,13 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
             "[simulated] SIMULATED CLUSTER: every host below is simulated on 127.0.0.1; "
             "addresses in the answers file are never contacted.\n"
         )
-        async with simulated_targets(answers, args.fault, password, args.state_dir) as targets:  # type: ignore[arg-type]
+        async with simulated_targets(
+            answers,
+            args.fault,
+            password,
+            args.state_dir,
+            args.profile,  # type: ignore[arg-type]
+        ) as targets:  # type: ignore[arg-type]
             return await _run_session(answers, all_steps(), targets, args, bus, options, password)
     targets = production_targets(answers, password)  # type: ignore[arg-type]
     return await _run_session(answers, all_steps(), targets, args, bus, options, password)

@@ -1,4 +1,4 @@
-"""Subcommands besides the headless run: plan, status, schema, parse and the lab server."""
+"""Subcommands besides the headless run: plan, status, schema, parse, switch-config and the lab server."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ def dispatch(name: str, args: Sequence[str]) -> int:
         from wizard.check_cmd import check_cmd
 
         return check_cmd(list(args))
+    if name == "switch-config":
+        from wizard.switchcfg.command import switch_config_cmd
+
+        return switch_config_cmd(list(args))
     if name in ("bwtest", "doctor"):
         from wizard.validate.cli import bwtest_cmd, doctor_cmd
 
@@ -49,15 +53,18 @@ def plan_cmd(argv: list[str]) -> int:
     p.add_argument("--state-dir", type=Path)
     p.add_argument("--json", action="store_true", help="print the plans as one JSON document on stdout")
     p.add_argument("--fault", action="append", default=[])
+    from wizard.session import add_profile_option, check_profile, demo_answers
+
+    add_profile_option(p)
     args = p.parse_args(argv)
     from wizard.answers import load_answers
     from wizard.cli import select_stages
     from wizard.errors import UsageError
-    from wizard.paths import example_answers
 
     if args.answers is None and not args.demo:
         raise UsageError("plan needs --answers FILE (or --demo)")
-    answers = load_answers(args.answers or example_answers())
+    args.profile = check_profile(args.profile, args.demo)
+    answers = load_answers(args.answers or demo_answers(args.profile))
     stages = select_stages(args.only, args.from_stage)
     return asyncio.run(_plan(args, answers, stages))
 
@@ -69,7 +76,13 @@ async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  #
 
     password = sudo_password(answers, interactive=True)
     async with command_session(
-        answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password
+        answers,
+        all_steps(),
+        demo=args.demo,
+        faults=args.fault,
+        state_dir=args.state_dir,
+        password=password,
+        profile=args.profile,
     ) as session:
         outcomes = await session.runner.plan_all(stages)
     failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
@@ -148,10 +161,16 @@ def lab_cmd(argv: list[str]) -> int:
         "--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="; ".join(FAULT_HELP.values())
     )
     serve.add_argument("--write-answers", type=Path, help="write an answers file (plus key and known_hosts) for them")
+    serve.add_argument(
+        "--profile",
+        choices=("reference", "rails-16"),
+        default=None,
+        help="rails-16: 16 HGX H100 hosts gpu-001..gpu-016 on 8 rail leaves (--hosts is then ignored)",
+    )
     args = p.parse_args(argv)
     from wizard.lab_serve import serve_lab
 
-    return asyncio.run(serve_lab(args.hosts, args.port, args.fault, args.write_answers))
+    return asyncio.run(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile))
 
 
 # -- rollback ---------------------------------------------------------------------------------------------

@@ -39,7 +39,24 @@ def lab_answers(names: list[str], endpoints: dict[str, tuple[str, int]], key: Pa
     }
 
 
-async def serve_lab(hosts: int, port: int, faults: list[str], write_answers: Path | None) -> int:
+def rails16_answers(endpoints: dict[str, tuple[str, int]], key: Path, known_hosts: Path) -> dict:
+    """assets/answers.rails-16.yaml with the hosts and SSH settings pointing at the served lab."""
+    from wizard.session import demo_answers
+
+    doc, _ = yamlio.load_with_lines(demo_answers("rails-16").read_text(encoding="utf-8"))
+    doc["ssh"] = {
+        "user": "operator",
+        "identity_file": str(key),
+        "known_hosts": str(known_hosts),
+        "connect_timeout_s": 5,
+    }
+    doc["hosts"] = [{"name": n, "address": a, "port": p} for n, (a, p) in endpoints.items()]
+    return doc
+
+
+async def serve_lab(
+    hosts: int, port: int, faults: list[str], write_answers: Path | None, profile: str | None = None
+) -> int:
     from wizard.lab import Lab, parse_fault
 
     if hosts < 1 or hosts > 4096:
@@ -48,7 +65,15 @@ async def serve_lab(hosts: int, port: int, faults: list[str], write_answers: Pat
         parsed = [parse_fault(spec) for spec in faults]
     except ValueError as exc:
         raise UsageError(str(exc)) from None
-    lab = Lab.reference(["server1", "server2"], faults=parsed) if hosts == 2 else Lab.generated(hosts, faults=parsed)
+    try:
+        if profile == "rails-16":
+            lab = Lab.rails16(faults=parsed)
+        elif hosts == 2:
+            lab = Lab.reference(["server1", "server2"], faults=parsed)
+        else:
+            lab = Lab.generated(hosts, faults=parsed)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     lab.time_scale = float(os.environ.get("ROCE_WIZARD_LAB_TIME_SCALE", "1") or 1)
     await lab.start(base_port=port)
     try:
@@ -61,7 +86,10 @@ async def serve_lab(hosts: int, port: int, faults: list[str], write_answers: Pat
         if write_answers is not None:
             creds = write_answers.parent / f"{write_answers.stem}-lab"
             key, known = lab.write_credentials(creds)
-            doc = lab_answers(list(lab.names), endpoints, key, known)
+            if profile == "rails-16":
+                doc = rails16_answers(endpoints, key, known)
+            else:
+                doc = lab_answers(list(lab.names), endpoints, key, known)
             header = "# SIMULATED cluster served by `roce-wizard lab serve`; valid only while it runs.\n"
             write_answers.write_text(header + yamlio.dump(doc), encoding="utf-8")
             sys.stderr.write(f"answers for it: {write_answers} (key and known_hosts in {creds}/)\n")

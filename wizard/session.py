@@ -21,6 +21,34 @@ from wizard.state import StateStore
 from wizard.step import Step
 
 LAB_TIME_SCALE_ENV = "ROCE_WIZARD_LAB_TIME_SCALE"
+DEMO_PROFILES = ("reference", "rails-16")  # simulated clusters of --demo; reference (the seed-000 pair) by default
+
+
+def add_profile_option(parser: object) -> None:
+    """``--profile`` for every command that takes ``--demo``."""
+    parser.add_argument(  # type: ignore[attr-defined]
+        "--profile",
+        choices=DEMO_PROFILES,
+        default=None,
+        help="(--demo) simulated cluster: reference (2 x L20 servers back to back, the default) or rails-16 "
+        "(16 x HGX H100, 8 x ConnectX-7 400GbE on 8 rail leaves); its answers file is the default --answers",
+    )
+
+
+def demo_answers(profile: str | None) -> Path:
+    """The answers file a demo profile uses when ``--answers`` is not given."""
+    from wizard.paths import assets_dir, example_answers
+
+    if profile in (None, "reference"):
+        return example_answers()
+    return assets_dir() / f"answers.{profile}.yaml"
+
+
+def check_profile(profile: str | None, demo: bool) -> str:
+    """The lab profile of a command; ``--profile`` without ``--demo`` is a usage error."""
+    if profile is not None and not demo:
+        raise UsageError("--profile only applies to the simulated cluster (--demo)")
+    return profile or "reference"
 
 
 @dataclass(slots=True)
@@ -74,7 +102,11 @@ def production_targets(answers: Answers, password: str | None) -> dict[str, SshT
 
 @contextlib.asynccontextmanager
 async def simulated_targets(
-    answers: Answers, faults: Sequence[str], password: str | None, state_dir: Path | None = None
+    answers: Answers,
+    faults: Sequence[str],
+    password: str | None,
+    state_dir: Path | None = None,
+    profile: str = "reference",
 ) -> AsyncIterator[dict[str, SshTarget]]:
     """Start the simulated lab for the answers' hosts and yield targets that reach it on 127.0.0.1.
 
@@ -86,7 +118,10 @@ async def simulated_targets(
     parsed = check_faults(answers, faults)
     names = [h.name for h in answers.hosts]
     mgmt = {h.name: h.address for h in answers.hosts}
-    lab = Lab.reference(names, mgmt_addresses=mgmt, faults=parsed)
+    try:
+        lab = Lab.for_profile(profile, names, mgmt_addresses=mgmt, faults=parsed)
+    except ValueError as exc:
+        raise UsageError(f"--fault: {exc}") from None
     # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
     scale = lab_time_scale()
     lab.time_scale = scale
@@ -187,6 +222,7 @@ async def command_session(
     password: str | None,
     hosts: Sequence[str] | None = None,
     bus: EventBus | None = None,
+    profile: str = "reference",
 ) -> AsyncIterator[Session]:
     """The session a one-off command (plan, check, rollback) works in: the simulated cluster with ``demo`` (its
     state kept where the demo keeps it), the real hosts otherwise; only ``hosts`` get executors when given.
@@ -194,7 +230,7 @@ async def command_session(
     async with contextlib.AsyncExitStack() as stack:
         if demo:
             state_dir = demo_state_dir(answers, state_dir, reset=False)
-            targets = await stack.enter_async_context(simulated_targets(answers, faults, password, state_dir))
+            targets = await stack.enter_async_context(simulated_targets(answers, faults, password, state_dir, profile))
         else:
             targets = production_targets(answers, password)
         if hosts is not None:

@@ -61,6 +61,12 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         # what NCCL inherits: tests/steps/test_nccl_demo.py
         "user_nccl_conf",
         "memlock_limited",
+        # switched fabric (rails-16 profile): tests/lab/test_rails16_sim.py
+        "wrong_leaf",
+        "switch_pfc_off",
+        "switch_mtu",
+        "switch_ecn_off",
+        "flap",
     }
     assert set(FAULT_KINDS) == tested
 

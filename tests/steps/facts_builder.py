@@ -170,3 +170,35 @@ def roce_facts(
 
         facts.template_text, facts.udev_rule_text = template_text(), udev_rule_text()
     return facts
+
+
+# -- LLDP on a rail-optimised switched fabric (issue 14) -------------------------------------------------------
+def lldp_neighbor(local: str, leaf: str, swp: str, *, pfc: list[int] | None = None, mtu: int | None = 9216) -> Any:
+    """The LLDP neighbour lldpd reports on ``local``: a Cumulus-style leaf port advertising PFC and MFS."""
+    from wizard.parsers.lldp import LldpNeighbor
+
+    return LldpNeighbor(
+        local_port=local,
+        chassis_name=leaf,
+        chassis_id="1c:34:da:00:00:01",
+        chassis_id_type="mac",
+        port_id=swp,
+        port_id_type="ifname",
+        mtu=mtu,
+        pfc_enabled=[3] if pfc is None else pfc,
+        pfc_willing=False,
+        dcbx="ieee",
+    )
+
+
+def rails_host(index: int, *, leaves: dict[int, str] | None = None, nports: int = 2, **neighbor: Any) -> DiscoveryFacts:
+    """gpu-00<index> with ``nports`` ConnectX-7 rails, rail i cabled to leaf-r<i> swp<index> unless ``leaves``."""
+    name = f"gpu-{index:03d}"
+    ports = []
+    for i in range(nports):
+        netdev = f"enp{i + 1}s0np0"
+        p = port(f"0000:{0x10 + i:02x}:00.0", netdev, f"mlx5_{i}", device_id="1021", speed_mbps=400000, mtu=9000)
+        leaf = (leaves or {}).get(i, f"leaf-r{i}")
+        p.lldp = lldp_neighbor(netdev, leaf, f"swp{index}", **neighbor) if leaf else None
+        ports.append(p)
+    return reference_host(name, ports=ports, lldp_status="ok", ssh_address=f"10.0.0.{10 + index}")

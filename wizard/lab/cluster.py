@@ -16,7 +16,11 @@ from wizard.lab.fabric import Fabric, crosswire_perm
 from wizard.lab.faults import Fault
 from wizard.lab.host import SimHost
 from wizard.lab.profile import HostProfile, reference_profile
+from wizard.lab.profile_rails import rails16_profile
 from wizard.lab.server import HostListener
+
+PROFILES = ("reference", "rails-16")  # demo profiles; the reference pair stays the default
+SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off")
 
 
 def _mgmt_default(i: int, count: int) -> str:
@@ -35,6 +39,7 @@ class Lab:
         faults: Iterable[Fault] = (),
         switched: bool | None = None,
         profile_factory: Callable[[int], HostProfile] = reference_profile,
+        leaf_switches: bool = False,
     ) -> None:
         if len(set(names)) != len(names) or not names:
             raise ValueError("lab host names must be unique and non-empty")
@@ -52,12 +57,27 @@ class Lab:
         perms = {f.host: crosswire_perm(nports, per_card) for f in self.faults if f.kind == "crosswire"}
         if switched is None:
             switched = len(names) != 2
-        self.fabric = Fabric.rails(names, nports, perms) if switched else Fabric.back_to_back(*names, nports, perms)
+        first = next(iter(profiles.values()))
+        if leaf_switches:
+            self.fabric = Fabric.leaf_rails(names, [p.netdev for p in first.ports], self.faults)
+        elif any(f.kind in SWITCH_FAULTS for f in self.faults):
+            bad = next(f for f in self.faults if f.kind in SWITCH_FAULTS)
+            raise ValueError(f"fault {bad} needs modelled switches (--profile rails-16)")
+        elif switched:
+            self.fabric = Fabric.rails(names, nports, perms)
+        else:
+            self.fabric = Fabric.back_to_back(*names, nports, perms)
+        for f in self.faults:
+            if f.kind == "flap" and f.arg is not None and f.arg not in [p.netdev for p in first.ports]:
+                raise ValueError(
+                    f"fault {f}: {f.arg!r} is not a data port ({', '.join(p.netdev for p in first.ports)})"
+                )
         for i, name in enumerate(names):
             addr = (mgmt_addresses or {}).get(name) or _mgmt_default(i, len(names))
             if "/" not in addr:
                 addr += "/24"
             self.hosts[name] = SimHost(name, profiles[name], addr, index=i, faults=self.faults, lab=self)
+            _preinstall(self.hosts[name])
         self.host_key = asyncssh.generate_private_key("ssh-ed25519", comment="roce-wizard-lab-host")
         self.client_key = asyncssh.generate_private_key("ssh-ed25519", comment="roce-wizard-lab-client")
         self.listeners: dict[str, HostListener] = {}
@@ -82,6 +102,41 @@ class Lab:
         width = max(3, len(str(count)))
         names = [f"gpu-{i + 1:0{width}d}" for i in range(count)]
         return cls(names, faults=faults, switched=True)
+
+    @classmethod
+    def rails16(
+        cls,
+        names: list[str] | None = None,
+        *,
+        mgmt_addresses: dict[str, str] | None = None,
+        faults: Iterable[Fault] = (),
+    ) -> Lab:
+        """The rails-16 fabric: HGX H100 hosts gpu-001.. with 8 x ConnectX-7 400GbE, rail i on leaf-r<i>."""
+        names = list(names) if names else [f"gpu-{i + 1:03d}" for i in range(16)]
+        return cls(
+            names,
+            mgmt_addresses=mgmt_addresses,
+            faults=faults,
+            switched=True,
+            profile_factory=rails16_profile,
+            leaf_switches=True,
+        )
+
+    @classmethod
+    def for_profile(
+        cls,
+        profile: str,
+        names: list[str],
+        *,
+        mgmt_addresses: dict[str, str] | None = None,
+        faults: Iterable[Fault] = (),
+    ) -> Lab:
+        """The lab of a demo profile (``reference`` or ``rails-16``) for the answers' host names."""
+        if profile == "rails-16":
+            return cls.rails16(names, mgmt_addresses=mgmt_addresses, faults=faults)
+        if profile != "reference":
+            raise ValueError(f"unknown lab profile {profile!r} (profiles: {', '.join(PROFILES)})")
+        return cls.reference(names, mgmt_addresses=mgmt_addresses, faults=faults)
 
     # -- access --------------------------------------------------------------------------------------------
     def host(self, name: str) -> SimHost:
@@ -182,6 +237,19 @@ class Lab:
                 f"  UserKnownHostsFile {self.known_hosts_path}\n  StrictHostKeyChecking yes\n"
             )
         return "\n".join(out)
+
+
+def _preinstall(host: SimHost) -> None:
+    """Packages of the profile's image (rails-16: lldpd, enabled so it starts at boot)."""
+    from wizard.lab import packages, services
+
+    for name in host.profile.preinstalled:
+        if name in host.packages:
+            continue
+        packages.install_files(host, packages.catalog("ubuntu")[name])
+        unit = services.find_unit(host, name)
+        if unit is not None:
+            services.enable(host, unit)
 
 
 def _free_port(bind: str) -> int:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from wizard.lab.faults import Fault
+    from wizard.lab.switches import SwitchFabric
 
 PortRef = tuple[str, int]  # (host name, index into the host profile's ports)
 
@@ -22,6 +28,7 @@ class Fabric:
     segments: dict[PortRef, str] = field(default_factory=dict)
     switched: bool = False
     switch_mtu: int = 9216
+    switches: SwitchFabric | None = None  # modelled leaf/spine switches (rails-16); None: ideal rail switches
 
     @classmethod
     def back_to_back(cls, a: str, b: str, nports: int, perms: dict[str, list[int]] | None = None) -> Fabric:
@@ -42,6 +49,27 @@ class Fabric:
             for i in range(nports):
                 fab.segments[(host, i)] = f"rail{perm[i]}"
         return fab
+
+    @classmethod
+    def leaf_rails(cls, names: list[str], netdevs: list[str], faults: Iterable[Fault] = ()) -> Fabric:
+        """Rail i of every host on leaf ``leaf-r<i>``: each leaf is one L2 segment (the rail's VLAN, its gateway
+        on the leaf); a host port cabled to another leaf (``wrong_leaf``) sits in that leaf's segment."""
+        from wizard.lab.switches import rail_fabric, segment_of
+
+        sw = rail_fabric(names, netdevs, faults)
+        fab = cls(switched=True, switches=sw)
+        for ref, sp in sw.attach.items():
+            fab.segments[ref] = segment_of(sp)
+        return fab
+
+    def path_mtu(self, a: PortRef, b: PortRef) -> int:
+        """Largest IP packet the switches between two host ports forward (ingress and egress port MTU)."""
+        if not self.switched:
+            return 65535
+        if self.switches is None:
+            return self.switch_mtu
+        ports = [self.switches.port_of(r) for r in (a, b)]
+        return min((p.mtu for p in ports if p is not None), default=self.switch_mtu)
 
     def peers(self, ref: PortRef) -> list[PortRef]:
         seg = self.segments.get(ref)

@@ -24,6 +24,11 @@ FAULT_KINDS: dict[str, bool | None] = {
     "iommu_translated": False,
     "pcie_downgrade": None,
     "vpi_ib_mode": None,
+    "wrong_leaf": None,
+    "switch_pfc_off": None,
+    "switch_mtu": None,
+    "switch_ecn_off": None,
+    "flap": None,
 }
 
 FAULT_HELP = {
@@ -47,6 +52,14 @@ FAULT_HELP = {
     "pcie_downgrade": "pcie_downgrade[=NETDEV|GPUn] the card (default: first port's) trained at half its PCIe width",
     "vpi_ib_mode": "vpi_ib_mode[=NETDEV] firmware sets the port (default: the first card's last) to InfiniBand\n"
     "                   at the next boot (mlxconfig LINK_TYPE_Pn=IB(1))",
+    "wrong_leaf": "wrong_leaf[=NETDEV] (switched profiles) the port (default: rail 0's) is cabled to the next rail's\n"
+    "                   leaf: LLDP names that leaf and the port sits in the wrong rail's segment",
+    "switch_pfc_off": "switch_pfc_off[=NETDEV] (switched profiles) its leaf port has no PFC on priority 3",
+    "switch_mtu": "switch_mtu[=NETDEV] (switched profiles) its leaf port has MTU 1500: jumbo frames are dropped",
+    "switch_ecn_off": "switch_ecn_off[=NETDEV] (switched profiles) its leaf port marks no ECN\n"
+    "                   (no CNPs under congestion)",
+    "flap": "flap[=NETDEV]      the port's link goes down and up every 10 s: link_down_events_phy, carrier_changes\n"
+    "                   and CRC/symbol errors rise",
 }
 
 

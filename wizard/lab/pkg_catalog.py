@@ -237,6 +237,22 @@ UBUNTU: list[Pkg] = [
             ),
         ),
     ),
+    # lldpd (Ubuntu 22.04: 1.0.13-1): lldpcli, with lldpctl as its "show neighbors details" alias
+    Pkg(
+        "lldpd",
+        "1.0.13-1",
+        size_kb=520,
+        bins=_tools("/usr/sbin", "lldpcli", "lldpctl", "lldpd"),
+        files=(
+            (
+                "/lib/systemd/system/lldpd.service",
+                "[Unit]\nDescription=LLDP daemon\nDocumentation=man:lldpd(8)\n[Service]\nType=notify\n"
+                "NotifyAccess=main\nEnvironmentFile=-/etc/default/lldpd\nExecStart=/usr/sbin/lldpd $DAEMON_ARGS\n"
+                "Restart=on-failure\n[Install]\nWantedBy=multi-user.target\n",
+                0o644,
+            ),
+        ),
+    ),
 ]
 
 

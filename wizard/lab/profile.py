@@ -31,6 +31,7 @@ class NicModel:
         "25000baseKR/Full",
         "25000baseSR/Full",
     )
+    rate_width: str = "1X EDR"  # IB-style width/speed label of the RDMA port rate ("400 Gb/sec (4X NDR)")
 
 
 CONNECTX4_LX = NicModel(
@@ -41,6 +42,37 @@ CONNECTX4_LX = NicModel(
     board_id="MT_2420110034",
     description="CX4121A - ConnectX-4 LX SFP28",
     part_prefix="MT2138K1",
+)
+
+
+# ConnectX-7 (PCI 15b3:1021, lspci "MT2910 Family [ConnectX-7]", CA type MT4129) at 400GbE over 4 x 100G PAM4
+# lanes; firmware 28.x (e.g. 28.39.3560 in ethtool -i of a real CX7, tests/fixtures/real-outputs/ethtool_i/
+# lg-cmc-cx7-mofed2310-9.txt). Rate labels as the kernel prints them for 4 lanes at 100G: "400 Gb/sec (4X NDR)".
+CONNECTX7 = NicModel(
+    device_id="1021",
+    lspci_name="MT2910 Family [ConnectX-7]",
+    ca_type="MT4129",
+    vendor_part_id=4129,
+    board_id="MT_0000000838",
+    description="NVIDIA ConnectX-7 HHHL Adapter Card, 400GbE / NDR IB (default mode), Single-port OSFP, PCIe 5.0 x16",
+    part_prefix="MT2333X0",
+    speed_mbps=400000,
+    lanes=4,
+    max_mtu=9978,
+    fec_modes="RS",
+    link_modes=(
+        "100000baseKR2/Full",
+        "100000baseSR2/Full",
+        "100000baseCR2/Full",
+        "200000baseKR4/Full",
+        "200000baseSR4/Full",
+        "200000baseCR4/Full",
+        "400000baseCR4/Full",
+        "400000baseKR4/Full",
+        "400000baseSR4/Full",
+        "400000baseDR4/Full",
+    ),
+    rate_width="4X NDR",
 )
 
 
@@ -91,6 +123,8 @@ class GpuSpec:
     numa_node: int
     pcie_switch: str
     uuid: str
+    compute_cap: str = "8.9"
+    power_cap_w: int = 350
 
 
 @dataclass(frozen=True)
@@ -129,6 +163,9 @@ class HostProfile:
     ecn_enable_default: int = 0
     cnp_dscp_default: int = 48
     cnp_802p_prio_default: int = 6
+    nvlinks: int = 0  # NVLinks bonded between every GPU pair (H100 SXM: 18, "NV18" in nvidia-smi topo -m); 0 = PCIe
+    gpu_nic_pix: bool = False  # a GPU behind the same PCIe switch as a NIC is one bridge away (PIX), as on HGX boards
+    preinstalled: tuple[str, ...] = ()  # extra Ubuntu packages of the image (rails-16: lldpd, enabled)
     extra: dict[str, str] = field(default_factory=dict)
 
     @cached_property

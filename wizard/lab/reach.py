@@ -103,7 +103,8 @@ def probe(host: SimHost, dst: str, *, iface: str | None = None, size: int = 56, 
                 continue
             peer_mtu = peer.netdevs[owner].mtu
             if lab.fabric.switched:
-                peer_mtu = min(peer_mtu, lab.fabric.switch_mtu)
+                # a switch drops frames above its port MTU on ingress and cannot fragment them on egress
+                peer_mtu = min(peer_mtu, lab.fabric.path_mtu((host.name, port), (peer_name, j)))
             fits = min(packet, mtu) <= peer_mtu and min(packet, peer_mtu) <= mtu
             return Probe("ok" if fits else "loss", dev_name, src, mtu, 0.11 if packet < 2000 else 0.19)
     return Probe("unreachable", dev_name, src, mtu)

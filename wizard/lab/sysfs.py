@@ -170,6 +170,11 @@ class Sysfs(RdmaSysfs):
                 "type": _const("772" if dev.kind == "loopback" else "1"),
                 "statistics": _dir(lambda: {k: _const(str(v)) for k, v in host.netdev_stats(dev.name).items()}),
             }
+            if dev.port_index is not None:
+                from wizard.lab.flap import carrier_counts
+
+                for key in carrier_counts(host, dev.port_index):
+                    e[key] = DynFile(lambda key=key: f"{carrier_counts(host, dev.port_index)[key]}\n")
             if dev.pci:
                 e["device"] = Symlink(self.pci_path(dev.pci))
             if dev.master:

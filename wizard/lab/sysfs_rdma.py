@@ -88,7 +88,7 @@ class RdmaSysfs:
             return {
                 "state": _const("4: ACTIVE" if active else "1: DOWN"),
                 "phys_state": _const("5: LinkUp" if active else "3: Disabled"),
-                "rate": _const(f"{speed} Gb/sec (1X EDR)" if active else "10 Gb/sec (4X SDR)"),
+                "rate": _const(f"{speed} Gb/sec ({dev.card.model.rate_width})" if active else "10 Gb/sec (4X SDR)"),
                 "link_layer": _const(dev.card.model.link_layer),
                 "lid": _const("0x0"),
                 "sm_lid": _const("0x0"),

@@ -31,6 +31,9 @@ TOOLS: dict[str, str] = {
     "ip_link": "wizard.parsers.netdev:parse_ip_link",
     "ip_json": "wizard.parsers.netdev:parse_ip_json",
     "mlnx_qos": "wizard.parsers.qos:parse_mlnx_qos",
+    # LLDP neighbours (switch, switch port, DCBX/PFC and MTU they advertise)
+    "lldpctl_json": "wizard.parsers.lldp:parse_lldpctl_json",
+    "lldptool": "wizard.parsers.lldp:parse_lldptool",
     # System
     "lspci": "wizard.parsers.system:parse_lspci",
     "lspci_vvv": "wizard.parsers.pcie:parse_lspci_vvv",

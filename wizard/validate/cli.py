@@ -21,6 +21,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true", help="test the SIMULATED cluster on 127.0.0.1")
     p.add_argument("--state-dir", type=Path, help="where results are saved (default: the cluster's state dir)")
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
+    from wizard.session import add_profile_option
+
+    add_profile_option(p)
     p.add_argument("--json", action="store_true", help="print the results as one JSON document on stdout")
 
 
@@ -89,18 +92,26 @@ async def _executors(args: argparse.Namespace) -> AsyncIterator[tuple[Any, dict[
     """Answers, one connected executor per host (simulated with --demo) and the state directory."""
     from wizard.answers import load_answers
     from wizard.paths import default_state_dir, example_answers
-    from wizard.session import demo_state_dir, production_targets, simulated_targets, sudo_password
+    from wizard.session import (
+        check_profile,
+        demo_answers,
+        demo_state_dir,
+        production_targets,
+        simulated_targets,
+        sudo_password,
+    )
 
     if args.answers is None and not args.demo:
         raise UsageError("needs --answers FILE (or --demo)")
     if args.fault and not args.demo:
         raise UsageError("--fault only applies to the simulated cluster (--demo)")
-    answers = load_answers(args.answers or example_answers())
+    profile = check_profile(getattr(args, "profile", None), args.demo)
+    answers = load_answers(args.answers or (demo_answers(profile) if args.demo else example_answers()))
     password = sudo_password(answers, interactive=True)
     if args.demo:
         state_dir = demo_state_dir(answers, args.state_dir, reset=False)
         sys.stderr.write("[simulated] SIMULATED CLUSTER on 127.0.0.1; results are labelled simulated.\n")
-        async with simulated_targets(answers, args.fault, password, state_dir) as targets:
+        async with simulated_targets(answers, args.fault, password, state_dir, profile) as targets:
             await _prepare_demo(answers, targets, state_dir, password)
             async with _open(answers, targets, state_dir, password, simulated=True) as executors:
                 yield answers, executors, state_dir

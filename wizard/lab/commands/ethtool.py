@@ -108,6 +108,9 @@ def statistics(ctx: Ctx, dev: Netdev) -> str:
     if dev.port_index is None:
         stats += [("rx_errors", 0), ("tx_errors", 0), ("rx_dropped", 0), ("tx_dropped", 0)]
         return "NIC statistics:\n" + "".join(f"     {k}: {v}\n" for k, v in stats)
+    from wizard.lab.flap import phy_errors
+
+    phy = phy_errors(host, dev.port_index)
     stats += [
         ("tx_tso_packets", 0),
         ("tx_tso_bytes", 0),
@@ -133,14 +136,14 @@ def statistics(ctx: Ctx, dev: Netdev) -> str:
         ("tx_vport_rdma_unicast_bytes", 0),
         ("tx_packets_phy", tx_p),
         ("rx_packets_phy", rx_p),
-        ("rx_crc_errors_phy", 0),
+        ("rx_crc_errors_phy", phy["rx_crc_errors_phy"]),
         ("tx_bytes_phy", tx_b),
         ("rx_bytes_phy", rx_b),
         ("tx_mac_control_phy", 0),
         ("rx_mac_control_phy", 0),
         ("rx_in_range_len_errors_phy", 0),
         ("rx_out_of_range_len_phy", 0),
-        ("rx_symbol_err_phy", 0),
+        ("rx_symbol_err_phy", phy["rx_symbol_err_phy"]),
         ("tx_pause_ctrl_phy", 0),
         ("rx_pause_ctrl_phy", 0),
         ("rx_discards_phy", 0),
@@ -150,6 +153,7 @@ def statistics(ctx: Ctx, dev: Netdev) -> str:
         ("rx_fragments_phy", 0),
         ("rx_jabbers_phy", 0),
         ("rx_buffer_passed_thres_phy", 0),
+        ("link_down_events_phy", phy["link_down_events_phy"]),
     ]
     for p in range(8):
         share = 1 if p == 0 else 0

@@ -42,7 +42,7 @@ FIELDS = {
     "temperature.gpu": ("temperature.gpu", lambda g, h: str(31 + g.index % 4)),
     "utilization.gpu": ("utilization.gpu [%]", lambda g, h: "0 %"),
     "persistence_mode": ("persistence_mode", lambda g, h: "Enabled"),
-    "compute_cap": ("compute_cap", lambda g, h: "8.9"),
+    "compute_cap": ("compute_cap", lambda g, h: g.compute_cap),
     "pcie.link.gen.current": ("pcie.link.gen.current", lambda g, h: "4"),
     "pcie.link.width.current": ("pcie.link.width.current", lambda g, h: "16"),
     "power.draw": ("power.draw [W]", lambda g, h: "35.12 W"),
@@ -108,7 +108,8 @@ def summary(ctx: Ctx) -> str:
     for g in p.gpus:
         lines += [
             f"| {g.index:>3}  {g.name:<26}     On  |   {_bus_id(g)[4:]:<16} Off |                    0 |",
-            f"| N/A   {31 + g.index % 4}C    P8             35W /  350W |       1MiB / {g.memory_mib:>6}MiB |"
+            f"| N/A   {31 + g.index % 4}C    P8             35W / {g.power_cap_w:>4}W |"
+            f"       1MiB / {g.memory_mib:>6}MiB |"
             "      0%      Default |",
             "|                                         |                        |                  N/A |",
             bar,
@@ -131,6 +132,7 @@ def topo(ctx: Ctx) -> str:
     gpus = list(host.profile.gpus)
     nics = rdma.devices(host)
     items: list[tuple[str, int, str, str]] = []  # (label, numa, switch, card)
+    nvlinks = host.profile.nvlinks
     for g in gpus:
         items.append((f"GPU{g.index}", g.numa_node, g.pcie_switch, ""))
     for i, d in enumerate(nics):
@@ -139,10 +141,12 @@ def topo(ctx: Ctx) -> str:
     def rel(a: tuple[str, int, str, str], b: tuple[str, int, str, str]) -> str:
         if a is b:
             return " X "
+        if nvlinks and a[0].startswith("GPU") and b[0].startswith("GPU"):
+            return f"NV{nvlinks}"  # HGX/SXM boards: every GPU pair joined through NVSwitch
         if a[3] and a[3] == b[3]:
             return "PIX"
         if a[2] == b[2]:
-            return "PXB"
+            return "PIX" if host.profile.gpu_nic_pix else "PXB"
         return "NODE" if a[1] == b[1] else "SYS"
 
     head = "\t" + "\t".join(x[0] for x in items) + "\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"

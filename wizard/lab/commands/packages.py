@@ -63,7 +63,8 @@ async def post_install(ctx: Ctx, pkg: db.Pkg) -> None:
             services.disable(host, timesyncd)
         ctx.print("Removing systemd-timesyncd (249.11-0ubuntu3.12) ...")
         host.packages.pop("systemd-timesyncd", None)
-    unit_name = {"mlnx-ofed-kernel-utils": "openibd", "lldpad": "lldpad", "chrony": "chrony"}.get(pkg.name)
+    units = {"mlnx-ofed-kernel-utils": "openibd", "lldpad": "lldpad", "lldpd": "lldpd", "chrony": "chrony"}
+    unit_name = units.get(pkg.name)
     if unit_name:
         unit = services.find_unit(host, unit_name)
         if unit is not None:

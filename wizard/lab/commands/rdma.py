@@ -261,7 +261,8 @@ async def ibstatus(ctx: Ctx) -> int:
         active = R.port_active(host, d)
         table = R.gid_table(host, d)
         gid = table.slots[0].gid if table.slots[0] else "0000:0000:0000:0000:0000:0000:0000:0000"
-        rate = f"{d.card.model.speed_mbps // 1000} Gb/sec (1X EDR)" if active else "10 Gb/sec (4X SDR)"
+        width = d.card.model.rate_width
+        rate = f"{d.card.model.speed_mbps // 1000} Gb/sec ({width})" if active else "10 Gb/sec (4X SDR)"
         ctx.print(
             f"Infiniband device '{d.name}' port 1 status:\n\tdefault gid:\t {gid}\n\tbase lid:\t 0x0\n"
             f"\tsm lid:\t\t 0x0\n\tstate:\t\t {'4: ACTIVE' if active else '1: DOWN'}\n"
