@@ -115,6 +115,21 @@ def lldp_host_checks(view: ClusterView, facts: DiscoveryFacts) -> list[CheckItem
                     "RoCE traffic on that port is lossy and drops under congestion (see `roce-wizard switch-config`)",
                 )
             )
+        dscp = view.answers.roce.dscp
+        if dscp in n.app_dscp:
+            # The switch's APP TLV says where it queues the RoCE DSCP: any other priority is a lossy queue there.
+            good = n.app_dscp[dscp] == prio
+            items.append(
+                CheckItem(
+                    id=f"switch_dscp:{port.netdev}",
+                    title=f"rail {index} switch DSCP map",
+                    status="pass" if good else "fail",
+                    evidence=f"{where} maps DSCP {dscp} to priority {n.app_dscp[dscp]} (APP TLV)",
+                    fix=None
+                    if good
+                    else f"map DSCP {dscp} to priority {prio} on {n.switch_port} (see `roce-wizard switch-config`)",
+                )
+            )
         if n.mtu is not None:
             good = n.mtu >= mtu
             items.append(

@@ -30,7 +30,6 @@ from steps.roce_facts import (
     roce_targets,
 )
 from steps.roce_plan import build_plan
-from steps.roce_switch import switch_dcb_checks
 from wizard.executors.base import CommandResult, Executor
 from wizard.parsers import ParseError, parse
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
@@ -165,8 +164,7 @@ class Roce(Step):
         facts = _facts(view, host)
         if facts is None:
             return [CheckItem(id="facts", title="roce facts", status="fail", evidence="no facts collected")]
-        want = Desired.from_answers(view.answers)
-        return host_checks(host, facts, want) + switch_dcb_checks(view.stage_facts(host, "discovery"), facts, want)
+        return host_checks(host, facts, Desired.from_answers(view.answers))
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         facts = {h.name: f for h in view.answers.hosts if (f := _facts(view, h.name)) is not None}

@@ -74,6 +74,22 @@ def test_switch_without_pfc_on_the_lossless_priority_fails_with_the_switch_port(
     assert checks["gpu-001"]["switch_pfc:enp1s0np0"].status == "pass"
 
 
+def test_the_switch_pfc_fix_names_the_switch_port_and_points_at_switch_config() -> None:
+    item = _checks(_fabric(**{"gpu-002": rails_host(2, pfc=[])}))["gpu-002"]["switch_pfc:enp1s0np0"]
+    assert item.status == "fail"
+    assert "leaf-r0/swp2" in item.evidence
+    assert item.fix and "switch-config" in item.fix and "leaf-r0/swp2" in item.fix
+
+
+def test_a_switch_mapping_the_roce_dscp_elsewhere_fails() -> None:
+    odd = rails_host(2)
+    odd.ports[0].lldp.app_dscp = {26: 0}
+    checks = _checks(_fabric(**{"gpu-002": odd}))
+    item = checks["gpu-002"]["switch_dscp:enp1s0np0"]
+    assert item.status == "fail" and "maps DSCP 26 to priority 0" in item.evidence
+    assert "map DSCP 26 to priority 3 on leaf-r0/swp2" in item.fix
+
+
 def test_switch_mtu_below_the_host_mtu_fails() -> None:
     checks = _checks(_fabric(**{"gpu-003": rails_host(3, mtu=1518)}))
     item = checks["gpu-003"]["switch_mtu:enp2s0np0"]

@@ -20,12 +20,10 @@ import yaml
 
 from tests.steps.test_network_demo import outcome, run
 from wizard.answers import load_answers
-from wizard.events import EventBus
 from wizard.paths import example_answers
-from wizard.session import open_session, production_targets
 
 lab_module = pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")
-from steps import all_steps  # noqa: E402
+from tests.steps.test_network_demo import lab_and_session  # noqa: E402
 from wizard.lab import netplan, waitonline  # noqa: E402
 from wizard.lab.vfs import ROOT  # noqa: E402
 
@@ -34,25 +32,9 @@ TIMEOUT_LINE = "Timeout occurred while waiting for network connectivity."
 
 @contextlib.asynccontextmanager
 async def lab_session(state: Path, faults: list[str] = ()) -> AsyncIterator[tuple[Any, Any]]:  # type: ignore[assignment]
-    """(session, lab) for the example answers; simulated sleeps run a hundred times faster."""
-    answers = load_answers(example_answers())
-    names = [h.name for h in answers.hosts]
-    mgmt = {h.name: h.address for h in answers.hosts}
-    lab = lab_module.Lab.reference(names, mgmt_addresses=mgmt, faults=[lab_module.parse_fault(f) for f in faults])
-    lab.time_scale = 0.01  # as test_network_demo: the armed netplan revert timer (120 s) must outlast an apply
-    lab.reboot_seconds = 0.2
-    await lab.start()
-    targets = production_targets(answers, None)
-    for name, target in targets.items():
-        target.address, target.port = lab.endpoint(name)
-        target.identity_file = str(lab.client_key_path)
-        target.known_hosts = str(lab.known_hosts_path)
-    session = open_session(answers, all_steps(), targets, state, EventBus(), simulated=True, password=None)
-    try:
-        yield session, lab
-    finally:
-        await session.close()
-        await lab.stop()
+    """(session, lab) for the example answers, with fast reboots."""
+    async with lab_and_session(load_answers(example_answers()), state, faults, reboot_seconds=0.2) as pair:
+        yield pair
 
 
 async def test_rebooting_with_the_back_to_back_peer_off_does_not_wait_for_its_rails(tmp_path: Path) -> None:

@@ -20,12 +20,20 @@ from steps import all_steps  # noqa: E402
 
 
 @contextlib.asynccontextmanager
-async def lab_session(answers: Answers, state: Path, faults: list[str] = ()) -> AsyncIterator[Any]:  # type: ignore[assignment]
-    """A started lab for the answers' hosts and a session (runner + state) that reaches it on 127.0.0.1."""
+async def lab_and_session(
+    answers: Answers,
+    state: Path,
+    faults: list[str] = (),
+    *,
+    reboot_seconds: float | None = None,  # type: ignore[assignment]
+) -> AsyncIterator[tuple[Any, Any]]:
+    """(session, lab): a started lab for the answers' hosts and a session (runner + state) reaching it on 127.0.0.1."""
     names = [h.name for h in answers.hosts]
     mgmt = {h.name: h.address for h in answers.hosts}
     lab = lab_module.Lab.reference(names, mgmt_addresses=mgmt, faults=[lab_module.parse_fault(f) for f in faults])
-    lab.time_scale = 0.01  # pings and sleeps in the simulation run a hundred times faster
+    lab.time_scale = 0.01  # pings and sleeps run a hundred times faster; the armed netplan revert still outlasts apply
+    if reboot_seconds is not None:
+        lab.reboot_seconds = reboot_seconds
     await lab.start()
     targets = production_targets(answers, None)
     for name, target in targets.items():
@@ -34,10 +42,17 @@ async def lab_session(answers: Answers, state: Path, faults: list[str] = ()) -> 
         target.known_hosts = str(lab.known_hosts_path)
     session = open_session(answers, all_steps(), targets, state, EventBus(), simulated=True, password=None)
     try:
-        yield session
+        yield session, lab
     finally:
         await session.close()
         await lab.stop()
+
+
+@contextlib.asynccontextmanager
+async def lab_session(answers: Answers, state: Path, faults: list[str] = ()) -> AsyncIterator[Any]:  # type: ignore[assignment]
+    """The session alone (see lab_and_session)."""
+    async with lab_and_session(answers, state, faults) as (session, _lab):
+        yield session
 
 
 async def run(session: Any, stages: list[str]) -> int:

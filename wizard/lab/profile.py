@@ -211,6 +211,23 @@ BASE_MODULES = (
 )
 
 
+def x710_mgmt(host_index: int) -> MgmtNicSpec:
+    """The management NIC both profiles share: an Intel X710 on eno1, apart from the RDMA fabric."""
+    return MgmtNicSpec(
+        netdev="eno1",
+        pci="0000:17:00.0",
+        mac=_mac("3c:fd:fe", host_index, 0),
+        driver="i40e",
+        lspci="Ethernet controller [0200]: Intel Corporation Ethernet Controller X710 for 10GbE SFP+ [8086:1572]"
+        " (rev 02)",
+        vendor="8086",
+        device="1572",
+        firmware="9.20 0x8000d95e 1.3429.0",
+        speed_mbps=10000,
+        numa_node=0,
+    )
+
+
 def reference_profile(host_index: int, *, seed: str = "server") -> HostProfile:
     """The seed-000 server: 2 x L20x8 host with two dual-port ConnectX-4 Lx 25GbE cards.
 
@@ -261,19 +278,7 @@ def reference_profile(host_index: int, *, seed: str = "server") -> HostProfile:
         )
         for i, (bus, numa, sw) in enumerate(gpu_slots)
     )
-    mgmt = MgmtNicSpec(
-        netdev="eno1",
-        pci="0000:17:00.0",
-        mac=_mac("3c:fd:fe", host_index, 0),
-        driver="i40e",
-        lspci="Ethernet controller [0200]: Intel Corporation Ethernet Controller X710 for 10GbE SFP+ [8086:1572]"
-        " (rev 02)",
-        vendor="8086",
-        device="1572",
-        firmware="9.20 0x8000d95e 1.3429.0",
-        speed_mbps=10000,
-        numa_node=0,
-    )
+    mgmt = x710_mgmt(host_index)
     return HostProfile(
         os_pretty="Ubuntu 22.04.5 LTS",
         os_version="22.04.5 LTS (Jammy Jellyfish)",

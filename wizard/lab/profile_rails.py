@@ -8,10 +8,10 @@ from wizard.lab.profile import (
     CardSpec,
     GpuSpec,
     HostProfile,
-    MgmtNicSpec,
     PortSpec,
     _mac,
     _uuid,
+    x710_mgmt,
 )
 
 # PCI buses of an HGX H100 board (DGX H100 layout: its ConnectX-7 ports are ibp24s0 .. ibp220s0 in IB mode).
@@ -54,19 +54,7 @@ def rails16_profile(host_index: int, *, seed: str = "gpu") -> HostProfile:
                 power_cap_w=700,
             )
         )
-    mgmt = MgmtNicSpec(
-        netdev="eno1",
-        pci="0000:17:00.0",
-        mac=_mac("3c:fd:fe", host_index, 0),
-        driver="i40e",
-        lspci="Ethernet controller [0200]: Intel Corporation Ethernet Controller X710 for 10GbE SFP+ [8086:1572]"
-        " (rev 02)",
-        vendor="8086",
-        device="1572",
-        firmware="9.20 0x8000d95e 1.3429.0",
-        speed_mbps=10000,
-        numa_node=0,
-    )
+    mgmt = x710_mgmt(host_index)
     return HostProfile(
         os_pretty="Ubuntu 22.04.5 LTS",
         os_version="22.04.5 LTS (Jammy Jellyfish)",
