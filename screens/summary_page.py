@@ -38,6 +38,7 @@ class SummaryPage(Vertical):
         yield grid
         yield Static(LEGEND, classes="hint")
         yield Static("", id="sum-verdict")
+        yield Static("", id="sum-endpoints")
         yield Checklist(with_stage=True, id="sum-checks")
         yield Static("", id="sum-logs", classes="hint")
 
@@ -69,8 +70,25 @@ class SummaryPage(Vertical):
             )
         else:
             verdict.update(Text("not finished: some stages are still pending or skipped", style="yellow"))
+        endpoints = self._endpoints()
+        shown = self.query_one("#sum-endpoints", Static)
+        shown.update(endpoints)
+        shown.display = bool(endpoints.plain)
         self.query_one(Checklist).show(progress, progress.stages, only_problems=True)
         logs = self.wizard.engine.store.logs_dir
         self.query_one("#sum-logs", Static).update(
             f"full logs: {logs}/<host>.log  (L opens one) · answers: ctrl+s saves {self.wizard.engine.answers_path}"
         )
+
+    def _endpoints(self) -> Text:
+        """The serving endpoints the inference stage verified (one per replica, or the group's head)."""
+        progress = self.wizard.progress
+        if "inference" not in progress.stages:
+            return Text("")
+        text = Text()
+        for host in progress.hosts:
+            for line in progress.cell("inference", host).summary:
+                if line.startswith("endpoint"):
+                    text.append(f"{host}: ", style="bold")
+                    text.append(line + "\n")
+        return text

@@ -35,7 +35,10 @@ _PACKAGES = ("vllm", "sglang", "ray", "torch")
 class Inference(Step):
     id = "inference"
     title = "Inference service"
-    summary = "Ray plus vLLM or SGLang across the hosts as systemd units, health check and a latency/throughput probe."
+    summary = (
+        "vLLM or SGLang as systemd units: a replica per node when the model fits one, else one group over Ray; "
+        "health check and a latency/throughput probe per endpoint."
+    )
 
     def __init__(self) -> None:
         # Handed to every host only when their Ray tokens are missing or differ (a rotation). It lives in memory:

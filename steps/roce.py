@@ -38,7 +38,10 @@ from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 class Roce(Step):
     id = "roce"
     title = "RoCE v2 and lossless QoS"
-    summary = "DSCP trust, PFC on one priority, ECN, RDMA-CM ToS, persisted by a oneshot unit; checked across hosts."
+    summary = (
+        "DSCP trust, PFC on one priority, ECN, RDMA-CM ToS; re-applied at boot and after every driver reload; "
+        "checked across hosts."
+    )
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         ex = ctx.executor

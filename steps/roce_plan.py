@@ -229,9 +229,13 @@ def _persistence(plan: HostPlan, host: str, facts: RoceFacts, want: Desired) -> 
         commands.append(RemoteCommand(argv=["udevadm", "control", "--reload"]))
     if files or facts.unit.enabled != "enabled":
         commands.append(RemoteCommand(argv=["systemctl", "enable", QOS_UNIT]))
-    if files or facts.unit.active != "active":
+    if facts.unit.active != "active":
         # running it now proves the script works today, not at the next reboot
         commands.append(RemoteCommand(argv=["systemctl", "restart", QOS_UNIT]))
+    elif files:
+        # Restarting an active unit also restarts every unit that Requires= it (systemd.unit(5)): the Ray and
+        # inference units would reload their model. Running the new script itself proves it just as well.
+        commands.append(RemoteCommand(argv=[SCRIPT_PATH]))
     if commands:
         plan.changes.append(
             Change(

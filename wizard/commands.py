@@ -88,7 +88,7 @@ async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  #
     failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
     print_plans(outcomes, failures, as_json=args.json, simulated=args.demo)
     if args.out:
-        write_plan_dir(args.out, outcomes, simulated=args.demo)
+        write_plan_dir(args.out, outcomes, simulated=args.demo, failures=failures)
         sys.stderr.write(f"roce-wizard: plan written to {args.out}/<host>/\n")
     return 1 if failures else EXIT_OK
 

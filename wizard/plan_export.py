@@ -74,7 +74,9 @@ def _print_host_plan(plan: HostPlan, said: set[str]) -> None:
             print("      $ sudo systemctl reboot   # then wait for the host and re-verify")
 
 
-def write_plan_dir(out: Path, outcomes: list[StageOutcome], *, simulated: bool) -> None:
+def write_plan_dir(
+    out: Path, outcomes: list[StageOutcome], *, simulated: bool, failures: dict[str, str] | None = None
+) -> None:
     """Write ``out/<host>/NN-<stage>.sh`` (one script per stage, in order) and ``out/<host>/files/<path>``."""
     out.mkdir(parents=True, exist_ok=True)
     hosts = sorted({h for o in outcomes for h in o.plans})
@@ -91,7 +93,7 @@ def write_plan_dir(out: Path, outcomes: list[StageOutcome], *, simulated: bool) 
             script.write_text(stage_script(plan, folder, simulated=simulated), encoding="utf-8")
             script.chmod(0o755)
             written.setdefault(host, []).append(name)
-    (out / "README.txt").write_text(_readme(written, simulated), encoding="utf-8")
+    (out / "README.txt").write_text(_readme(written, simulated, failures or {}), encoding="utf-8")
 
 
 def stage_number(stage: str) -> int:
@@ -158,7 +160,7 @@ def _install_file(file: FileWrite, folder: Path) -> list[str]:
     return [f"sudo install -D -o {file.owner} -g {file.group} -m {file.mode:04o} {rel} {shlex.quote(file.path)}"]
 
 
-def _readme(written: dict[str, list[str]], simulated: bool) -> str:
+def _readme(written: dict[str, list[str]], simulated: bool, failures: dict[str, str]) -> str:
     lines = [
         "roce-wizard plan" + (" (SIMULATED cluster)" if simulated else ""),
         "",
@@ -173,4 +175,6 @@ def _readme(written: dict[str, list[str]], simulated: bool) -> str:
     ]
     for host, names in written.items():
         lines.append(f"{host}: " + " ".join(names))
+    for host, why in sorted(failures.items()):
+        lines.append(f"{host}: NOT PLANNED: {why}")
     return "\n".join(lines) + "\n"

@@ -64,3 +64,10 @@ def test_json_plans_keep_the_structure(capsys: pytest.CaptureFixture[str]) -> No
     files = doc["stages"]["demo"]["h1"]["changes"][0]["files"]
     assert [f["path"] for f in files] == ["/etc/demo/unit.conf", "/etc/demo/token"]
     assert files[1]["content"] is None
+
+
+def test_a_host_that_could_not_be_planned_is_named_in_the_plan_readme(tmp_path: Path) -> None:
+    write_plan_dir(tmp_path, [outcome()], simulated=False, failures={"h3": "cannot connect to 10.0.0.3:22"})
+    readme = (tmp_path / "README.txt").read_text()
+    assert "h3: NOT PLANNED: cannot connect to 10.0.0.3:22" in readme
+    assert "h1: 99-demo.sh" in readme

@@ -205,6 +205,15 @@ def test_a_configured_host_plans_nothing_and_says_why():
     )
 
 
+def test_a_changed_script_on_an_active_unit_is_run_directly_so_the_serving_units_are_not_restarted():
+    """Restarting roce-wizard-qos.service would restart the units that Requires= it (systemd.unit(5))."""
+    facts = roce_facts(configured=True)
+    facts.script_text = (facts.script_text or "") + "# an older version\n"
+    plan = build_plan("server1", facts, WANT)
+    assert commands(plan)[-1] == "sudo /usr/local/sbin/roce-wizard-qos.sh"
+    assert not [c for c in commands(plan) if "systemctl restart" in c]
+
+
 def test_a_failed_unit_is_restarted_even_when_its_files_match():
     facts = roce_facts(configured=True)
     facts.unit = UnitState(active="failed", enabled="enabled")
