@@ -52,6 +52,14 @@ def test_all_pairs_rounds_cover_every_pair_once_and_no_host_runs_two_tests_at_on
     assert len(rounds) == (n - 1 if n % 2 == 0 else n)
 
 
+def test_the_all_pairs_estimate_grows_with_the_number_of_rounds_not_with_the_number_of_pairs():
+    # 16 hosts: 120 pairs but 15 rounds; 1,000 hosts: 499,500 pairs but 999 rounds
+    assert schedule.estimate_s(16, 3.0, setup_s=1.0) == 15 * 4.0
+    assert schedule.estimate_s(17, 3.0, setup_s=1.0) == 17 * 4.0
+    assert schedule.estimate_s(1000, 3.0, setup_s=1.0) == 999 * 4.0
+    assert schedule.estimate_s(1, 3.0) == 0.0
+
+
 def test_counter_deltas_fail_on_discards_and_pass_with_pause_frames_on_the_lossless_priority():
     before = {("s1", "p0"): {"rx_prio3_bytes": 0, "tx_prio3_pause": 5, "rx_prio3_discards": 0},
               ("s1", "p1"): {"rx_prio3_bytes": 0, "rx_prio3_discards": 0}}  # fmt: skip

@@ -35,7 +35,8 @@ class RailResult(_Model):
     rail: int
     server: RailEnd
     client: RailEnd
-    mode: Literal["alone", "together"] = "alone"
+    mode: Literal["alone", "together", "cross"] = "alone"
+    peer_rail: int | None = None  # mode "cross": the server's rail (the client's is ``rail``), through the spine
     gbps: float | None = None  # average Gb/s at the largest message size
     expected_gbps: float | None = None  # the discovered line rate of the slower end
     mtu: int | None = None  # the path MTU perftest reports
@@ -93,6 +94,36 @@ class PairCell(_Model):
     hint: str | None = None  # the host/port/cable to look at when the cell is slow
 
 
+class IncastFlow(_Model):
+    """One sender of an incast round: its rail port, the switch port LLDP found for it, what it got and saw."""
+
+    sender: RailEnd
+    switch_port: str | None = None  # "leaf-r2 swp5" from the LLDP neighbour of the sender's port
+    gbps: float | None = None
+    deltas: dict[str, int] = Field(default_factory=dict)  # counters that moved on the sender's port
+    errors: list[str] = Field(default_factory=list)
+
+
+class IncastRound(_Model):
+    """N senders into one receiver port on one rail at once: the link is oversubscribed N:1 on purpose, so PFC
+    must pause the senders (no drops, no out-of-sequence) and, with ECN on, the receiver must send CNPs."""
+
+    rail: int
+    round: int
+    receiver: RailEnd
+    receiver_switch_port: str | None = None
+    senders: list[IncastFlow] = Field(default_factory=list)
+    line_gbps: float | None = None  # the receiver port's line rate: the most the senders can get together
+    total_gbps: float | None = None
+    receiver_deltas: dict[str, int] = Field(default_factory=dict)
+    pauses: int = 0  # pause frames on the lossless priority the senders received
+    drops: int = 0  # discards, out-of-sequence and sequence errors on every port of the round
+    cnps: int = 0  # CNPs the receiver sent (np_cnp_sent)
+    status: Status = "skip"
+    cause: str | None = None  # names host, port and switch port
+    fix: str | None = None
+
+
 class CheckResult(CheckItem):
     """A lint item or a doctor check: a stage's CheckItem that also names the host it was seen on."""
 
@@ -133,6 +164,8 @@ class Report(_Model):
     latency: list[LatencyResult] = Field(default_factory=list)
     matrix: list[PairCell] = Field(default_factory=list)
     counters: list[CounterDelta] = Field(default_factory=list)
+    cross_rail: list[RailResult] = Field(default_factory=list)  # bwtest --cross-rail: rail i -> rail j
+    incast: list[IncastRound] = Field(default_factory=list)  # bwtest --incast
     nccl: NcclResult = Field(default_factory=NcclResult)
     verdict: Literal["pass", "fail"] = "fail"
     causes: list[str] = Field(default_factory=list)  # most likely first, each naming host/port and the fix

@@ -27,7 +27,7 @@ from wizard.validate.model import (
     RailResult,
     Report,
 )
-from wizard.validate.schedule import ring, rounds
+from wizard.validate.schedule import estimate_s, ring, rounds
 from wizard.validate.verdict import conclude
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -122,8 +122,19 @@ class Validation:
             for a, b in pairs:
                 for i in range(self._rail_count(a, b)):
                     r.rails.append(await self._rail(a, b, i, "alone"))
-        self.emit("phase", {"name": "together", "text": f"all rails at once, {o.together_s:g} s, all host pairs"})
-        for number, group in enumerate(rounds(self.hosts)):
+        schedule = rounds(self.hosts)
+        pairs_total = sum(len(group) for group in schedule)
+        eta = estimate_s(len(self.hosts), o.together_s)
+        self.emit(
+            "phase",
+            {
+                "name": "together",
+                "text": f"all rails at once, {o.together_s:g} s, all "
+                f"{pairs_total} host pairs in {len(schedule)} rounds of disjoint pairs: about {eta:.0f} s",
+            },
+        )
+        self.emit("estimate", {"phase": "together", "rounds": len(schedule), "pairs": pairs_total, "seconds": eta})
+        for number, group in enumerate(schedule):
             results = await asyncio.gather(*(self._together(a, b, number) for a, b in group))
             for cell in results:
                 r.matrix.append(cell)

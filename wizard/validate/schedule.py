@@ -29,3 +29,17 @@ def rounds(hosts: list[str]) -> list[list[tuple[str, str]]]:
 def ring(hosts: list[str]) -> list[tuple[str, str]]:
     """Neighbour pairs (h0,h1), (h1,h2), ...: every host's every rail gets a per-rail sweep and latency test."""
     return [(hosts[i], hosts[i + 1]) for i in range(len(hosts) - 1)]
+
+
+# Per test, on top of its timed duration: connecting SSH sessions, the server's start delay, QP setup and the
+# teardown of both perftest processes (measured on the reference pair: about 1.5 s).
+SETUP_S = 1.5
+
+
+def estimate_s(hosts: int, seconds: float, setup_s: float = SETUP_S) -> float:
+    """Wall time of the all-pairs phase: one round of disjoint pairs at a time, every rail of a pair at once, so it
+    grows with the number of rounds (N-1, or N when N is odd), not with the number of pairs (N(N-1)/2)."""
+    if hosts < 2:
+        return 0.0
+    n_rounds = hosts - 1 if hosts % 2 == 0 else hosts
+    return n_rounds * (seconds + setup_s)
