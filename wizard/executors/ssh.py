@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import asyncssh
 
+from wizard.executors import batch
 from wizard.executors.base import (
     AuthenticationFailed,
     CommandResult,
@@ -232,6 +233,38 @@ class SshExecutor:
             self.listener.command_finished(self.name, shown, result, None)
         return result
 
+    async def run_batch(
+        self, commands: Sequence[Sequence[str] | str], *, sudo: bool = False, timeout_s: float | None = None
+    ) -> list[CommandResult]:
+        """Run read-only ``commands`` in one exec (wizard/executors/batch.py); the host log still shows each
+        command with its own output and status, as if it had been run alone."""
+        if not commands:
+            return []
+        token = batch.new_token()
+        text = batch.script(commands, token)
+        remote, stdin = SBIN_ON_PATH + "sh -s", text
+        if sudo:
+            remote, stdin = await self._with_sudo(["sh", "-s"], text)
+        limit = timeout_s or self.target.command_timeout_s
+        result = await self._exec(f"{len(commands)} probes in one batch", remote, stdin, limit, None, quiet=True)
+        parts = batch.split(result.raw_stdout, result.stderr + "\n", token, len(commands))
+        share = result.duration_s / len(commands)
+        results = [batch.as_result(c, part, share, sudo=sudo) for c, part in zip(commands, parts, strict=True)]
+        for command, part, one in zip(commands, parts, results, strict=True):
+            if self.listener:
+                self.listener.command_started(self.name, one.command)
+                for stream, text_ in (("stdout", one.stdout), ("stderr", one.stderr)):
+                    for line in text_.splitlines() if text_ else []:
+                        self.listener.output_line(self.name, stream, line)  # type: ignore[arg-type]
+            if part.exit_status is None:
+                error = f"the probe batch ended before {render_command(command)!r} finished (exit {result.exit_status})"
+                if self.listener:
+                    self.listener.command_finished(self.name, one.command, None, error)
+                raise ConnectionLost(self.name, error)
+            if self.listener:
+                self.listener.command_finished(self.name, one.command, one, None)
+        return results
+
     async def _with_sudo(self, argv: Sequence[str] | str, input: str | None) -> tuple[str, str | None]:
         inner = ["sh", "-c", argv] if isinstance(argv, str) else list(argv)
         mode = await self._sudo_mode_for_host()
@@ -265,7 +298,14 @@ class SshExecutor:
         return self._sudo_mode
 
     async def _exec(
-        self, shown: str, remote: str, stdin: str | None, timeout_s: float, on_line: LineCallback | None
+        self,
+        shown: str,
+        remote: str,
+        stdin: str | None,
+        timeout_s: float,
+        on_line: LineCallback | None,
+        *,
+        quiet: bool = False,
     ) -> CommandResult:
         await self.connect()
         assert self._conn is not None
@@ -292,7 +332,7 @@ class SshExecutor:
                 sink.append(text)
                 if on_line:
                     on_line(stream, text)
-                if self.listener:
+                if self.listener and not quiet:
                     self.listener.output_line(self.name, stream, text)
 
         try:

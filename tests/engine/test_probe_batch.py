@@ -1,0 +1,102 @@
+"""Read-only probes in one exec: the same results as one exec each, one SSH exec, each probe still logged alone."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.engine.test_ssh_executor import executor, lab  # noqa: F401 - the lab fixture
+from wizard.executors import ConnectionLost
+from wizard.executors.batch import new_token, script, split
+from wizard.lab import Lab
+
+PROBES: list[Any] = [
+    ["uname", "-r"],
+    ["cat", "/etc/os-release"],
+    ["cat", "/no/such/file"],  # fails with its own status and stderr
+    ["printf", "no newline at the end"],
+    ["printf", "two\\n\\nblank lines\\n\\n"],
+    "echo to-stderr >&2; exit 3",
+    ["lspci", "-D", "-nn", "-d", "15b3:"],
+]
+
+
+def test_a_split_batch_gives_each_command_its_exact_output_and_status() -> None:
+    token = new_token()
+    stdout = f"\n{token} 0\nabc\n\n{token} 0 0\n\n{token} 1\nno-newline\n{token} 1 2\n\n{token} 2\npartial"
+    stderr = f"\n{token} 0\n\n{token} 0 end\n\n{token} 1\noops\n\n{token} 1 end\n\n{token} 2\n"
+    parts = split(stdout, stderr, token, 4)
+    assert [(p.exit_status, p.stdout, p.stderr) for p in parts] == [
+        (0, "abc\n", ""),
+        (2, "no-newline", "oops\n"),
+        (None, "partial", ""),  # the batch died here
+        (None, "", ""),
+    ]
+
+
+def test_output_that_looks_like_a_delimiter_cannot_end_a_command_early() -> None:
+    token = new_token()
+    text = script([["echo", "@@roce-wizard-0000000000000000 0 0"]], token)
+    assert token in text and text.count(token) == 1  # the real token is in a variable, never in the output
+
+
+async def test_a_batch_returns_what_one_exec_per_command_returns(lab: Lab) -> None:  # noqa: F811
+    ex = executor(lab)
+    try:
+        alone = [await ex.run(p) for p in PROBES]
+        batched = await ex.run_batch(PROBES)
+    finally:
+        await ex.close()
+    for one, many in zip(alone, batched, strict=True):
+        assert (many.command, many.exit_status, many.stdout, many.stderr, many.raw_stdout) == (
+            one.command, one.exit_status, one.stdout, one.stderr, one.raw_stdout,
+        )  # fmt: skip
+
+
+async def test_a_batch_is_one_exec_and_the_log_still_shows_each_probe(lab: Lab) -> None:  # noqa: F811
+    class Listener:
+        def __init__(self) -> None:
+            self.events: list[tuple[str, ...]] = []
+
+        def command_started(self, host: str, command: str) -> None:
+            self.events.append(("start", command))
+
+        def output_line(self, host: str, stream: str, line: str) -> None:
+            self.events.append((stream, line))
+
+        def command_finished(self, host: str, command: str, result: Any, error: str | None) -> None:
+            self.events.append(("end", command, str(result.exit_status if result else error)))
+
+    ex = executor(lab)
+    ex.listener = Listener()  # type: ignore[assignment]
+    try:
+        await ex.run_batch(PROBES[:3])
+    finally:
+        await ex.close()
+    events = ex.listener.events  # type: ignore[attr-defined]
+    assert [e for e in events if e[0] in ("start", "end")] == [
+        ("start", "uname -r"), ("end", "uname -r", "0"),
+        ("start", "cat /etc/os-release"), ("end", "cat /etc/os-release", "0"),
+        ("start", "cat /no/such/file"), ("end", "cat /no/such/file", "1"),
+    ]  # fmt: skip
+    assert ("stderr", "cat: /no/such/file: No such file or directory") in events
+    assert not any("@@roce-wizard" in " ".join(e) for e in events)
+
+
+async def test_a_batch_cut_off_mid_way_is_a_lost_connection_naming_the_probe(lab: Lab) -> None:  # noqa: F811
+    ex = executor(lab)
+    real_exec = ex._exec
+
+    async def dies_after_the_first_probe(*args: Any, **kwargs: Any) -> Any:
+        result = await real_exec(*args, **kwargs)
+        cut = result.raw_stdout.index("\n", result.raw_stdout.index(" 0 0\n") + 1)  # shell killed after probe 0
+        return type(result)(result.command, 137, "", "", 0.1, result.raw_stdout[: cut + 1])
+
+    ex._exec = dies_after_the_first_probe  # type: ignore[method-assign]
+    try:
+        await ex.run_batch([["true"], ["uname", "-r"]])
+    except ConnectionLost as exc:
+        assert "before 'uname -r' finished" in exc.detail
+    else:
+        raise AssertionError("a batch whose shell died must not return results")
+    finally:
+        await ex.close()
