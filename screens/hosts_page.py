@@ -1,4 +1,4 @@
-"""The hosts page: the host list, a form to add or edit one, import from an answers file, connection test."""
+"""The hosts page: the host list, a form to add or edit one, import from answers or an inventory, connection test."""
 
 from __future__ import annotations
 
@@ -6,8 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, DataTable, Input, Label, Static
+
+from screens.inventory_dialog import AskInventory, InventoryChoice, read_inventory
+from wizard.errors import UsageError
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -23,6 +27,8 @@ def _yes_no(value: bool | None) -> Text:
 
 class HostsPage(Vertical):
     """Hosts to bring up, and whether each one answers, logs in and runs sudo."""
+
+    BINDINGS = [Binding("i", "import_inventory", "Import inventory")]
 
     @property
     def wizard(self) -> WizardApp:
@@ -50,6 +56,7 @@ class HostsPage(Vertical):
             yield Button("Save host ⏎", id="save-host", compact=True)
             yield Button("Remove", id="remove-host", compact=True)
             yield Button("Import answers…", id="import", compact=True)
+            yield Button("Inventory… (i)", id="import-inventory", compact=True)
             yield Button("Test (t)", id="test", variant="primary", compact=True)
 
     def on_mount(self) -> None:
@@ -117,5 +124,27 @@ class HostsPage(Vertical):
             self.wizard.remove_host(self.query_one(f"#h-{FIELDS[0]}", Input).value.strip())
         elif event.button.id == "import":
             self.wizard.action_import_answers()
+        elif event.button.id == "import-inventory":
+            self.action_import_inventory()
         elif event.button.id == "test":
             self.wizard.start_action("test", None)
+
+    def action_import_inventory(self) -> None:
+        """Replace the host list with the hosts of an Ansible inventory (or ssh_config), read by wizard.inventory."""
+        self.wizard.push_screen(AskInventory(), self._inventory_chosen)
+
+    def _inventory_chosen(self, choice: InventoryChoice | None) -> None:
+        if choice is None:
+            return
+        try:
+            imported = read_inventory(choice)
+        except UsageError as exc:
+            self.wizard.notify(str(exc), title="cannot import the inventory", severity="error", timeout=15)
+            return
+        for warning in imported.warnings:
+            self.wizard.notify(warning, severity="warning", timeout=15)
+        data = self.wizard.engine.data()
+        data["hosts"] = imported.hosts
+        group = "" if choice.group == "all" else f" (group {choice.group})"
+        self.wizard._hosts_changed(data, f"imported {len(imported.hosts)} hosts from {choice.path}{group}")
+        self.refresh_view()

@@ -6,6 +6,7 @@ from typing import Any
 
 from steps import discovery_facts as df
 from steps.discovery_checks import describe_host, discovery_checks, host_differences
+from steps.discovery_links import flap_checks, probe_links
 from steps.discovery_lldp import lldp_cluster_checks, lldp_host_checks, probe_lldp
 from steps.platform_facts import named_endpoints, probe_platform
 from wizard.executors.base import SudoRefused
@@ -75,6 +76,7 @@ class Discovery(Step):
         for port in facts.ports + facts.soft_rdma:
             if port.netdev:
                 await self._probe_ethtool(port, out, notes)
+        await probe_links(ex, facts.ports, ctx.facts.get("discovery"))  # against the previous discovery's read
         facts.ssh_interface = df.ssh_interface(facts.ssh_server_address, facts.ports, facts.other_interfaces)
 
         ofed = df.try_parse("ofed_info", await out(["ofed_info", "-s"]), notes)
@@ -132,7 +134,8 @@ class Discovery(Step):
         if raw is None:
             return [CheckItem(id="facts", title="facts collected", status="fail", evidence="no facts")]
         facts = df.DiscoveryFacts.model_validate(raw)
-        return discovery_checks(facts, view.answers.discovery) + lldp_host_checks(view, facts)
+        checks = discovery_checks(facts, view.answers.discovery) + lldp_host_checks(view, facts)
+        return checks + flap_checks(host, facts.rdma_ports())
 
     def describe(self, view: ClusterView, host: str) -> list[str]:
         raw = view.stage_facts(host, self.id)

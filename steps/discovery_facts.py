@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from steps.discovery_links import LinkCounters
 from steps.platform_facts import PlatformFacts
 from wizard.parsers import ParseError, parse
 from wizard.parsers.lldp import LldpNeighbor
@@ -92,6 +93,8 @@ class NicPort(_Model):
     gids: list[Gid] = Field(default_factory=list)
     lldp: LldpNeighbor | None = None
     """The switch port LLDP sees on this port (lldpd's lldpctl), None when none is known."""
+    link: LinkCounters | None = None
+    """Link-stability counters (carrier, link_down_events_phy, CRC/symbol errors; steps/discovery_links.py)."""
 
     @property
     def card(self) -> str:

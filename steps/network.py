@@ -15,6 +15,7 @@ from steps.network_merge import review_other_files
 from steps.network_notes import fabric_notes, gpu_notes
 from steps.network_render import netplan_yaml, sysctl_conf, wanted_sysctls
 from steps.network_renderer import choose, wait_online_check
+from steps.network_routes import probe_routes, route_check, wanted
 from steps.network_wiring import Cluster, cabling_checks
 from wizard.executors.base import Executor
 from wizard.predict import Prediction
@@ -129,6 +130,11 @@ class Network(Step):
         result: dict[str, list[CheckItem]] = {}
         for cluster in _clusters(view):
             result.update({host: cabling_checks(cluster, host) for host in cluster.pings})
+        for host in [h.name for h in view.answers.hosts]:
+            cluster = (view.stage_facts(host, "network") or {}).get("cluster") or {}
+            routes = route_check(host, cluster.get("routes"))
+            if routes:
+                result.setdefault(host, []).extend(routes)
         return result
 
     async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
@@ -154,7 +160,10 @@ class Network(Step):
                 peers[e.key] = (peer, peer_e.ip) if peer and peer_e else None
             no_ll = {name for name, iface in net.interfaces.items() if not iface.link_local}
             ports = await probe_host(executors[host], d.endpoints, carrier, no_ll, peers, mtu)
-            return host, {"probe_id": probe_id, "hosts": tested, "ports": ports}
+            found: dict[str, Any] = {"probe_id": probe_id, "hosts": tested, "ports": ports}
+            if d.fabric == "switched":  # per-rail policy routing, asked of the kernel (steps/network_routes.py)
+                found["routes"] = await probe_routes(executors[host], wanted(designs, tested, host))
+            return host, found
 
         return dict(await asyncio.gather(*(one(h) for h in tested)))
 
@@ -192,7 +201,14 @@ def _clusters(view: ClusterView) -> list[Cluster]:
         if result and not loaded[2].blockers:
             groups.setdefault(result.get("probe_id", ""), {})[host] = result.get("ports", {})
     mtu = view.answers.network.mtu
-    return [Cluster(order, designs, nets, pings, mtu) for pings in groups.values()]
+    switch_ports = {}
+    for host in designs:
+        disc = view.stage_facts(host, "discovery") or {}
+        for port in disc.get("ports", []):
+            lldp = port.get("lldp") or {}
+            if port.get("netdev") and lldp.get("chassis_name") and lldp.get("port_id"):
+                switch_ports[(host, port["netdev"])] = f"{lldp['chassis_name']} {lldp['port_id']}"
+    return [Cluster(order, designs, nets, pings, mtu, switch_ports=switch_ports) for pings in groups.values()]
 
 
 def _summary(d: Design) -> str:

@@ -24,6 +24,7 @@ class Cluster:
     pings: dict[str, dict[str, Any]]  # host -> netdev -> ping results, only hosts tested together
     mtu: int
     owners: dict[str, Node] = field(default_factory=dict)
+    switch_ports: dict[Node, str] = field(default_factory=dict)  # (host, netdev) -> "leaf-r0 swp5" from LLDP
 
     def __post_init__(self) -> None:
         for host, net in self.nets.items():
@@ -251,14 +252,43 @@ def _jumbo_item(
     ):
         return CheckItem(id=cid, title=title, status="skip", evidence=f"{what}: {error}; explained by the cabling")
     switched = cluster.designs[host].fabric == "switched"
+    ends = [(host, e.netdev)] + ([(peer, peer_endpoint.netdev)] if peer_endpoint else [])
+    ports = [f"{cluster.switch_ports[n]} ({n[0]} {n[1]})" for n in ends if n in cluster.switch_ports]
+    suspect = _common_jumbo_failure(cluster, e.key, rails)
+    path = f"; switch ports on the path: {', '.join(ports)}" if ports else ""
+    likely = (
+        f"most likely {cluster.switch_ports[suspect]} ({suspect[0]} {suspect[1]}): it is on every failing "
+        f"{e.label} jumbo path; "
+        if suspect in cluster.switch_ports and suspect in ends
+        else ""
+    )
     return CheckItem(
         id=cid,
         title=title,
         status="fail",
-        evidence=f"{what}: {error}",
+        evidence=f"{what}: {error}{path}",
         fix=(
-            f"raise the MTU of the {e.label} switch ports to at least {cluster.mtu + 216}"
+            f"{likely}raise the MTU of the {e.label} switch ports to at least {cluster.mtu + 216}"
             if switched
             else f"check the cable of {e.netdev} and that {peer} has {peer_ip} on its {e.label} port"
         ),
     )
+
+
+def _common_jumbo_failure(cluster: Cluster, key: str, rails: dict[Node, str]) -> Node | None:
+    """The one host port on every failing jumbo ping of a rail, when there is exactly one (a small switch port MTU
+    fails both the pings from that host and the pings to it; a leaf-wide MTU fails them all and names none)."""
+    failing: list[set[Node]] = []
+    for host, ports in cluster.pings.items():
+        for netdev, result in ports.items():
+            jumbo = result.get("jumbo") if isinstance(result, dict) else None
+            if not jumbo or jumbo.get("received") or rails.get((host, netdev), key) != key:
+                continue
+            peer = jumbo["peer"]
+            peer_end = next((x for x in cluster.designs[peer].endpoints if x.key == key), None) if peer in \
+                cluster.designs else None  # fmt: skip
+            failing.append({(host, netdev)} | ({(peer, peer_end.netdev)} if peer_end else set()))
+    if len(failing) < 2:
+        return None
+    common = set.intersection(*failing)
+    return next(iter(common)) if len(common) == 1 else None

@@ -6,6 +6,7 @@ from typing import Any
 
 from steps import discovery_facts as df
 from steps.roce_checks import cluster_consistency, host_checks
+from steps.roce_dcbx import dcbx_checks
 from steps.roce_desired import Desired
 from steps.roce_facts import (
     CONFIGFS_CM,
@@ -167,7 +168,9 @@ class Roce(Step):
         facts = _facts(view, host)
         if facts is None:
             return [CheckItem(id="facts", title="roce facts", status="fail", evidence="no facts collected")]
-        return host_checks(host, facts, Desired.from_answers(view.answers))
+        discovery = view.stage_facts(host, "discovery")
+        found = df.DiscoveryFacts.model_validate(discovery) if discovery else None
+        return host_checks(host, facts, Desired.from_answers(view.answers)) + dcbx_checks(host, facts, found)
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         facts = {h.name: f for h in view.answers.hosts if (f := _facts(view, h.name)) is not None}

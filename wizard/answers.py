@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
-from wizard import yamlio
+from wizard import host_ranges, yamlio
 from wizard.answer_sections import (
     DiscoverySection,
     GpuDirectSection,
@@ -22,18 +22,19 @@ from wizard.answer_sections import (
     SafeApplySection,
 )
 from wizard.errors import AnswersError
+from wizard.host_numbering import (
+    HostPaths,
+    gateway_ids,
+    hosts_fit,
+    management_outside_rails,
+    no_gateway_ids,
+    number_hosts,
+)
+from wizard.host_ranges import KeyProblem
 from wizard.validators import HostAddress, Hostname, TcpPort
 
 SUDO_PASSWORD_ENV = "ROCE_WIZARD_SUDO_PASSWORD"
 _SECRET_WORDS = ("password", "passphrase", "secret", "token", "private_key")
-
-
-class KeyProblem(ValueError):
-    """A cross-field problem that knows which key it belongs to, so the message can name key and line."""
-
-    def __init__(self, path: tuple[str | int, ...], message: str) -> None:
-        self.path = path
-        super().__init__(message)
 
 
 class _Model(BaseModel):
@@ -69,10 +70,17 @@ class SshSection(_Model):
 
 
 class HostEntry(_Model):
+    """One host. An entry may name many: `name: gpu[001-256]` with `address: 10.0.[0-1].[1-128]` (the same number of
+    addresses, expanded in the same order, leftmost range slowest) or `address_start: 10.0.0.11` (consecutive
+    addresses), and `host_id_start` instead of host_id; port, user and identity_file are shared by every host of the
+    range. Ranges are expanded before validation (wizard.host_ranges), so a loaded HostEntry is always one host."""
+
     name: Hostname
-    """Host name, used in state, logs and generated configuration."""
+    """Host name, used in state, logs and generated configuration. A range such as gpu[001-256] or r[1-2]n[01-16]
+    names one host per value (zero padding kept)."""
     address: HostAddress
-    """Management address (or DNS name) that SSH connects to."""
+    """Management address (or DNS name) that SSH connects to. With a name range: a pattern giving as many addresses
+    (10.0.[0-1].[1-128]), or address_start instead (consecutive addresses from it)."""
     port: TcpPort | None = None
     """SSH port; default ssh.port."""
     user: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.-]{0,31}$")
@@ -80,7 +88,11 @@ class HostEntry(_Model):
     identity_file: str | None = None
     """Private key file for this host (path only; never the key). Default: ssh.identity_file."""
     host_id: int | None = Field(default=None, ge=1, le=65534)
-    """Host part of this host's address in every rail subnet. Default: position in the list + 1."""
+    """Host part of this host's address in every rail and bond subnet (rail address = subnet + host_id). Default:
+    the next number counting from 1 in list order, skipping any number that is a rail gateway's host part, so no
+    host ever gets a gateway's address; subnet address and broadcast are never reached (host ids run from 1 to the
+    subnet's size minus 2, and a subnet too small for the hosts is refused with the numbers). Explicit values are
+    used as given and refused when one is a rail gateway's host part. A range takes host_id_start instead."""
 
 
 class Answers(_Model):
@@ -101,36 +113,66 @@ class Answers(_Model):
 
     def host_id(self, name: str) -> int:
         """The host's number inside rail subnets."""
-        for index, host in enumerate(self.hosts):
-            if host.name == name:
-                return host.host_id if host.host_id is not None else index + 1
-        raise KeyError(name)
+        return self.host_ids()[name]
+
+    def host_ids(self) -> dict[str, int]:
+        """Every host's number inside rail subnets (see HostEntry.host_id), in host order."""
+        # Keyed by identity: stages ask once per host, and recounting 1,000 hosts each time adds up. Answers are
+        # replaced, not edited in place, so a new host list or network section is a new object. Kept in __dict__
+        # outside the fields, which model equality and dumps ignore.
+        key = (id(self.hosts), len(self.hosts), id(self.network))
+        cached = self.__dict__.get("_host_ids")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_host_ids"] = (key, number_hosts(self.hosts, gateway_ids(self.network.rails)))
+        return cached[1]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expand_ranges(cls, data: Any, info: ValidationInfo) -> Any:
+        if not isinstance(data, dict) or not isinstance(data.get("hosts"), list):
+            return data
+        entries = data["hosts"]
+        if not any(host_ranges.is_range_entry(e) for e in entries):
+            return data
+        ssh = data.get("ssh")
+        port = ssh.get("port", 22) if isinstance(ssh, dict) else 22
+        hosts, sources = host_ranges.expand_hosts(entries, port)
+        _shared_keys_valid(hosts, sources, entries)
+        if isinstance(info.context, dict):
+            info.context["host_ranges"] = (entries, sources)
+        return {**data, "hosts": hosts}
 
     @model_validator(mode="after")
-    def _cross_checks(self) -> Answers:
+    def _cross_checks(self, info: ValidationInfo) -> Answers:
+        ranges = info.context.get("host_ranges") if isinstance(info.context, dict) else None
+        at = HostPaths(*ranges) if ranges else HostPaths()
         _unique(self.hosts, "name", "hosts")
-        endpoints = [(h.address, h.port or self.ssh.port) for h in self.hosts]
-        for index, endpoint in enumerate(endpoints):
-            if endpoint in endpoints[:index]:
-                first = endpoints.index(endpoint)
+        endpoints: dict[tuple[str, int], int] = {}
+        for index, host in enumerate(self.hosts):
+            endpoint = (host.address, host.port or self.ssh.port)
+            if endpoint in endpoints:
                 raise KeyProblem(
-                    ("hosts", index, "address"),
-                    f"duplicate address {endpoint[0]!r} port {endpoint[1]} (also in entry {first})",
+                    at(index, "address"),
+                    f"duplicate address {endpoint[0]!r} port {endpoint[1]} (also in entry {endpoints[endpoint]})",
                 )
+            endpoints[endpoint] = index
         _unique([h for h in self.hosts if h.host_id is not None], "host_id", "hosts")
-        ids = [self.host_id(h.name) for h in self.hosts]
+        ids = list(self.host_ids().values())
         if len(set(ids)) != len(ids):
             raise KeyProblem(("hosts",), "two hosts get the same host_id (set host_id explicitly on each host)")
+        no_gateway_ids(self.hosts, self.network.rails, at)
         subnets = [("network.rails", i, r.subnet) for i, r in enumerate(self.network.rails)]
         subnets += [("network.bonds", i, b.subnet) for i, b in enumerate(self.network.bonds)]
         _no_overlaps(subnets)
-        _hosts_fit(subnets, max(ids))
-        _management_outside_rails(self.hosts, subnets)
+        hosts_fit(self.hosts, self.host_ids(), self.network.rails, subnets, at)
+        management_outside_rails(self.hosts, subnets, at)
         allowed = self.network.allow_management_changes
         names = {h.name for h in self.hosts}
         for index, name in enumerate(allowed if isinstance(allowed, list) else []):
             if name not in names:
                 raise KeyProblem(("network", "allow_management_changes", index), f"{name!r} is not one of the hosts")
+        if ranges:
+            host_ranges.remember(ranges[0], [h.model_dump(mode="json", exclude_none=True) for h in self.hosts])
         return self
 
     def digest(self) -> str:
@@ -156,26 +198,19 @@ def _no_overlaps(subnets: list[tuple[str, int, str]]) -> None:
                 raise KeyProblem((*_split(wb), ib, "subnet"), f"{nb} overlaps {wa}[{ia}].subnet {na}")
 
 
-def _hosts_fit(subnets: list[tuple[str, int, str]], highest_id: int) -> None:
-    for where, index, subnet in subnets:
-        net = ipaddress.ip_network(subnet)
-        if highest_id > net.num_addresses - 2:
-            raise KeyProblem((*_split(where), index, "subnet"), f"{net} has no room for host id {highest_id}")
-
-
-def _management_outside_rails(hosts: list[HostEntry], subnets: list[tuple[str, int, str]]) -> None:
-    for host_index, host in enumerate(hosts):
-        try:
-            address = ipaddress.ip_address(host.address)
-        except ValueError:
+def _shared_keys_valid(hosts: list[Any], sources: list[int], entries: list[Any]) -> None:
+    """A range's shared keys (port, user, ...) are checked once, against its entry, not once per expanded host."""
+    seen: set[int] = set()
+    for host, src in zip(hosts, sources, strict=True):
+        if src in seen or not host_ranges.is_range_entry(entries[src]):
             continue
-        for where, index, subnet in subnets:
-            if address in ipaddress.ip_network(subnet):
-                raise KeyProblem(
-                    ("hosts", host_index, "address"),
-                    f"management address {address} of {host.name} lies inside {where}[{index}].subnet "
-                    f"{subnet}; rail subnets must not overlap the management network",
-                )
+        seen.add(src)
+        try:
+            HostEntry.model_validate(host)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            message = _unknown_key(error["loc"][-1]) if error["type"] == "extra_forbidden" else error["msg"]
+            raise KeyProblem(("hosts", src, *error["loc"]), message) from None
 
 
 def _split(dotted: str) -> tuple[str, ...]:
@@ -201,7 +236,8 @@ def parse_answers(text: str, source: str = "answers") -> Answers:
     if not isinstance(data, dict):
         raise AnswersError(["the file must be a mapping with version, cluster, hosts, ... at the top level"], source)
     try:
-        return Answers.model_validate(data)
+        # The context lets errors about an expanded host name its range entry, and a save keep the ranges.
+        return Answers.model_validate(data, context={})
     except ValidationError as exc:
         raise AnswersError([_describe(err, lines) for err in exc.errors()], source) from None
 
@@ -216,17 +252,19 @@ def _describe(error: Any, lines: dict[yamlio.KeyPath, int]) -> str:
     where = f"{path or '(top level)'}" + (f" (line {line})" if line else "")
     message = error["msg"].removeprefix("Value error, ")
     if error["type"] == "extra_forbidden":
-        key = str(loc[-1]).lower()
-        if any(word in key for word in _SECRET_WORDS):
-            message = (
-                "secrets do not belong in the answers file; use an SSH agent or key file, and "
-                f"${SUDO_PASSWORD_ENV} or the prompt for sudo"
-            )
-        else:
-            message = "unknown key"
+        message = _unknown_key(loc[-1])
     elif error["type"] == "missing":
         message = "required key is missing"
     return f"{where}: {message}"
+
+
+def _unknown_key(key: Any) -> str:
+    if any(word in str(key).lower() for word in _SECRET_WORDS):
+        return (
+            "secrets do not belong in the answers file; use an SSH agent or key file, and "
+            f"${SUDO_PASSWORD_ENV} or the prompt for sudo"
+        )
+    return "unknown key"
 
 
 def _key_path(loc: tuple[Any, ...]) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from wizard import yamlio
+from wizard import host_ranges, yamlio
 from wizard.answers import Answers
 
 _HEADER = (
@@ -17,8 +17,12 @@ _HEADER = (
 
 def answers_data(answers: Answers) -> dict[str, Any]:
     """The answers as plain data. Every value is written (defaults too), so a later roce-wizard with other
-    defaults replays the same choices; unset optional keys are left out."""
+    defaults replays the same choices; unset optional keys are left out. Host ranges of the loaded file are written
+    back as ranges while the host list is exactly what they expand to; once it changed, hosts are plain entries."""
     data = answers.model_dump(mode="json", exclude_none=True)
+    compact = host_ranges.compact_form(data["hosts"])
+    if compact is not None:
+        data["hosts"] = compact
     ordered = {"version": data.pop("version")}
     for key in ("cluster", "ssh", "hosts"):
         if key in data:

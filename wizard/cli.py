@@ -26,8 +26,8 @@ def _run_parser() -> argparse.ArgumentParser:
         prog="roce-wizard",
         description="From bare GPU servers to a verified RoCE fabric. Without --answers (and without --demo) "
         "it opens the terminal wizard.",
-        epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor,switch-config} "
-        "--help",
+        epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor,switch-config,"
+        "import} --help",
     )
     p.add_argument("--answers", type=Path, help="answers file; runs every stage headless")
     p.add_argument("--demo", action="store_true", help="run against the built-in SIMULATED cluster on 127.0.0.1")
@@ -86,6 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     raise_open_file_limit()
     try:
+        if args and args[0] == "import":
+            from wizard.inventory_import import import_cmd
+
+            return import_cmd(args[1:])
         if args and args[0] in SUBCOMMANDS:
             from wizard import commands
 

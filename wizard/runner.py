@@ -11,9 +11,10 @@ from typing import Any
 from wizard.answers import Answers
 from wizard.apply import BACKUP_ROOT, Guard, StepFailed, apply_change
 from wizard.events import EventBus
-from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
+from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream, render_command
 from wizard.logs import HostLogs
 from wizard.predict import Prediction, predicted_facts
+from wizard.prefetch import Prefetched, ProbeLog, fetch
 from wizard.state import RunRecord, StateStore, now
 from wizard.step import CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
 
@@ -64,6 +65,7 @@ class Runner:
         # was in flight when the wizard died); probes change nothing, so their facts are saved once per stage
         # instead of twice per command (two fsyncs per probe made the state the bottleneck at 1,000 hosts).
         self._changing: set[str] = set()
+        self.probe_log = ProbeLog(store.root)
         self.run_id = now().replace(":", "").replace("-", "")
 
     # -- listener protocol for executors ----------------------------------------------------------------
@@ -239,11 +241,26 @@ class Runner:
     async def _probe_hosts(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
         await asyncio.gather(*(self._bounded(self._probe(stage, host, outcome)) for host in hosts))
 
-    async def _probe(self, stage: str, host: str, outcome: StageOutcome) -> None:
+    async def _read_host(self, stage: str, host: str) -> dict[str, Any]:
+        """The stage's probe on one host, its read-only commands fetched in one exec (wizard/prefetch.py)."""
         entry = next(h for h in self.answers.hosts if h.name == host)
-        ctx = ProbeContext(entry, self.executors[host], self.answers, self.facts.setdefault(host, {}))
+        executor, step = self.executors[host], self.steps[stage]
+        facts = self.facts.setdefault(host, {})
+        declared = [(render_command(argv), sudo) for argv, sudo in step.prefetch(ProbeContext(entry, executor,
+                    self.answers, facts))]  # fmt: skip
+        wanted = declared + self.probe_log.learned(stage)
+        reader = Prefetched(executor, await fetch(executor, wanted) if wanted else {})
+        found = await step.probe(ProbeContext(entry, reader, self.answers, facts))
+        self.probe_log.remember(stage, reader.calls)
+        if reader.misses:
+            first = "learned from this read for the next ones" if not wanted else "not in the batch"
+            self.logs.write(host, f"[{stage}] {len(reader.misses)} probe(s) took a round trip of their own "
+                            f"({first}; they depend on earlier output): {'; '.join(reader.misses[:12])}")  # fmt: skip
+        return found
+
+    async def _probe(self, stage: str, host: str, outcome: StageOutcome) -> None:
         try:
-            self.facts[host][stage] = await self.steps[stage].probe(ctx)
+            self.facts.setdefault(host, {})[stage] = await self._read_host(stage, host)
             self.store.save_facts(host, self.facts[host])
             if stage == "discovery" and self.facts[host][stage].get("simulated"):
                 self.bus.emit("host_simulated", host=host)
@@ -263,10 +280,8 @@ class Runner:
         """Changes move what discovery sees (device names, addresses, GIDs, MTU); later plans need it fresh."""
 
         async def refresh(host: str) -> None:
-            entry = next(h for h in self.answers.hosts if h.name == host)
-            ctx = ProbeContext(entry, self.executors[host], self.answers, self.facts.setdefault(host, {}))
             try:
-                self.facts[host]["discovery"] = await self.steps["discovery"].probe(ctx)
+                self.facts.setdefault(host, {})["discovery"] = await self._read_host("discovery", host)
                 self.store.save_facts(host, self.facts[host])
             except ExecutorError as exc:
                 self._finish(stage, host, "failed", f"re-reading the host after the changes: {exc.detail}", outcome)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import shlex
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -201,6 +202,12 @@ class Step(ABC):
         Used only to plan every stage ahead on hosts where the earlier stages have not run yet.
         """
         return None
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """Read-only commands (argv, sudo) the probe will run whatever the host shows: the engine fetches them in
+        one exec before ``probe`` runs (wizard/prefetch.py). Commands that depend on an earlier probe's output need
+        not be listed: the engine learns them from the first read and batches them from then on."""
+        return []
 
     def describe(self, view: ClusterView, host: str) -> list[str]:
         """A few lines for people about what this stage found on ``host`` (shown after its checks)."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 
 from textual.app import App
-from textual.widgets import DataTable, Sparkline, Static
+from textual.widgets import DataTable, Static
 
-from screens.bwtest import BandwidthScreen, RailChart
+from screens.bwtest import BandwidthScreen
 from screens.doctor import DoctorScreen
+from screens.sweepchart import SweepChart
 from tests.validate.labkit import lab_executors, quick_start  # noqa: F401 - fixture for the lab test
 from wizard.validate.doctor import Finding
 from wizard.validate.model import RailEnd, RailResult, Report
@@ -53,9 +54,9 @@ async def test_rows_appear_in_the_chart_while_the_sweep_is_still_running():
     app = Host(screen)
     async with app.run_test() as pilot:
         await pilot.pause()
-        chart = screen.query_one(RailChart)
-        assert chart.query_one(Sparkline).data == [0.1, 12.0, 23.4]
-        assert "23.40 Gb/s" in text(chart.query_one(".rail-label", Static))
+        chart = screen.query_one(SweepChart)
+        assert chart.points == {2: 0.1, 1024: 12.0, 65536: 23.4}
+        assert "23.40 Gb/s @ 64 KiB" in str(chart.render())
         assert "SIMULATED" in text(screen.query_one("#bw-phase", Static))
         assert screen.query_one("#bw-table", DataTable).row_count == 0, "no verdict before the rail is done"
         gate.set()
@@ -81,7 +82,8 @@ async def test_the_screen_runs_a_real_validation_of_the_simulated_pair_and_shows
             assert len({n for n in seen if 0 < n < 4 * 23}) >= 2, "the chart grew in several steps during the run"
             table = screen.query_one("#bw-table", DataTable)
             assert table.row_count == 4 + 4 + 4, "4 rails alone, 4 together, 4 latency rows"
-            assert len(screen.query(RailChart)) == 8
+            assert len(screen.query(SweepChart)) == 4, "one sweep chart per rail; together runs fill the matrix"
+            assert len(screen.query_one("#bw-heat").cells) == 1, "the one pair of the matrix"
         assert (tmp_path / "validation" / "latest.json").exists()
 
 

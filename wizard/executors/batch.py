@@ -79,13 +79,3 @@ def as_result(command: Sequence[str] | str, part: Split, duration_s: float, *, s
         duration_s,
         raw,
     )
-
-
-async def run_many(
-    executor: object, commands: Sequence[Sequence[str] | str], *, sudo: bool = False
-) -> list[CommandResult]:
-    """One exec when the executor can batch (SSH), else one command after another (test doubles)."""
-    batched = getattr(executor, "run_batch", None)
-    if batched is not None:
-        return await batched(commands, sudo=sudo)
-    return [await executor.run(c, sudo=sudo) for c in commands]  # type: ignore[attr-defined]

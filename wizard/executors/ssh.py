@@ -24,6 +24,7 @@ from wizard.executors.base import (
     CommandResult,
     CommandTimeout,
     ConnectionLost,
+    ExecutorError,
     HostKeyRejected,
     HostUnreachable,
     LineCallback,
@@ -78,6 +79,9 @@ class SshExecutor:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._connect_lock = asyncio.Lock()
         self._sudo_mode: str | None = None  # "nopasswd" | "password", decided on first sudo use
+        # Why asyncssh closed the connection ("Server not responding to keepalive"): a dead link noticed while no
+        # command ran shows only as "connection closed" on the next command, so the reason is kept for it.
+        self._lost_reason: str | None = None
 
     # -- connection ---------------------------------------------------------------------------------------
     async def connect(self) -> None:
@@ -85,7 +89,13 @@ class SshExecutor:
         async with self._connect_lock:
             if self._conn is not None and not self._conn.is_closed():
                 return
-            self._conn = await self._open()
+            try:
+                self._conn = await self._open()
+            except ExecutorError as exc:
+                if self._lost_reason:  # why the last connection ended says more than why a new one cannot start
+                    exc.detail = f"{exc.detail} (the previous connection ended: {self._lost_reason})"
+                raise
+            self._lost_reason = None
 
     async def _open(self) -> asyncssh.SSHClientConnection:
         t = self.target
@@ -112,8 +122,16 @@ class SshExecutor:
         }
         if t.identity_file:
             options["client_keys"] = [os.path.expanduser(t.identity_file)]
+        executor = self
+
+        class Watch(asyncssh.SSHClient):
+            def connection_lost(self, exc: Exception | None) -> None:
+                if exc is not None:
+                    executor._lost_reason = str(exc)
+
         try:
-            return await asyncssh.connect(t.address, **options)
+            conn, _client = await asyncssh.create_connection(Watch, t.address, **options)
+            return conn
         except asyncssh.HostKeyNotVerifiable:
             raise
         except asyncssh.PermissionDenied:
@@ -246,7 +264,8 @@ class SshExecutor:
         if sudo:
             remote, stdin = await self._with_sudo(["sh", "-s"], text)
         limit = timeout_s or self.target.command_timeout_s
-        result = await self._exec(f"{len(commands)} probes in one batch", remote, stdin, limit, None, quiet=True)
+        shown = f"a batch of {len(commands)} probes ({render_command(commands[0])}, ...)"
+        result = await self._exec(shown, remote, stdin, limit, None, quiet=True)
         parts = batch.split(result.raw_stdout, result.stderr + "\n", token, len(commands))
         share = result.duration_s / len(commands)
         results = [batch.as_result(c, part, share, sudo=sudo) for c, part in zip(commands, parts, strict=True)]
@@ -317,7 +336,8 @@ class SshExecutor:
             process = await self._conn.create_process(remote, encoding="utf-8", errors="replace")
         except (asyncssh.Error, OSError) as exc:
             self._conn = None
-            raise ConnectionLost(self.name, f"connection lost before {shown!r} started: {exc}") from None
+            why = self._lost_reason or exc
+            raise ConnectionLost(self.name, f"connection lost before {shown!r} started: {why}") from None
         if stdin:
             process.stdin.write(stdin)
         process.stdin.write_eof()

@@ -10,8 +10,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from wizard.lab import congestion, perftest_rtr, rdma, reach
 from wizard.lab import perftest_sim as sim
-from wizard.lab import rdma, reach
 from wizard.lab.commands import command
 from wizard.lab.perftest_counters import count
 from wizard.lab.streams import CommandFailed, Ctx
@@ -211,19 +211,37 @@ async def _client(ctx: Ctx, o: Opts, end: sim.End) -> int:
     listener = _registry(ctx.host).get((owner.name, o.port)) if owner else None
     if listener is None or listener.opts.tool != o.tool:
         raise CommandFailed(NO_SOCKET.format(ip=ip, port=o.port))
+    refused = perftest_rtr.failing_side(end, listener.end)
+    if refused is not None:
+        return await _rtr_failed(ctx, o, end, listener, refused[0])
     active = _active(ctx.host)
     active[ctx.host.name] += 1
+    flow = congestion.join(end, listener.end, o.tclass)  # several clients into one receiver port share it
     try:
-        lines = await _measure(ctx, o, end, listener)
+        lines = await _measure(ctx, o, end, listener, flow)
     except BaseException:
         if not listener.done.done():
             listener.done.set_result([" Failed to exchange data between server and clients"])
         raise
     finally:
         active[ctx.host.name] -= 1
+        congestion.leave(flow)
     if not listener.done.done():
         listener.done.set_result(lines)
     return 0
+
+
+async def _rtr_failed(ctx: Ctx, o: Opts, end: sim.End, listener: Listener, side: str) -> int:
+    """A QP that cannot resolve the peer's GID over its port (wizard/lab/perftest_rtr.py): both sides give up."""
+    mtu = sim.link_between(end, listener.end, o.tclass).mtu
+    for line in sim.header(o.tool, end.dev.name, client=True, mtu=mtu, gid_index=end.gid_index, qps=o.qps):
+        ctx.print(line)
+    await asyncio.sleep(perftest_rtr.RESOLVE_TIMEOUT_S * ctx.host.time_scale)
+    mine = perftest_rtr.RTR_FAILED.format(qpn=perftest_rtr.qp_number(o.port))
+    theirs = perftest_rtr.RTR_FAILED.format(qpn=perftest_rtr.qp_number(o.port + 1))
+    if not listener.done.done():
+        listener.done.set_exception(CommandFailed(perftest_rtr.PEER_GONE if side == "client" else theirs))
+    raise CommandFailed(mine if side == "client" else perftest_rtr.PEER_GONE)
 
 
 def _is_ip(text: str) -> bool:
@@ -234,7 +252,9 @@ def _is_ip(text: str) -> bool:
     return True
 
 
-async def _measure(ctx: Ctx, o: Opts, client: sim.End, listener: Listener) -> list[str]:
+async def _measure(
+    ctx: Ctx, o: Opts, client: sim.End, listener: Listener, flow: congestion.Flow | None = None
+) -> list[str]:
     """Print the client's output row by row; return the server's output."""
     server = listener.end
     link = sim.link_between(client, server, o.tclass)
@@ -263,10 +283,14 @@ async def _measure(ctx: Ctx, o: Opts, client: sim.End, listener: Listener) -> li
             await asyncio.sleep(seconds * scale)
             together = _active(ctx.host)[ctx.host.name] > 1  # the rails started together are all running by now
             gbps = sim.rate_gbps(link, size, together=together, key=key)
+            if flow is not None:  # an incast: the receiver port's line rate is shared
+                gbps = congestion.rate_gbps(flow, link, size, key) or gbps
             iters = o.iters or (int(gbps * 1e9 / 8 * seconds / size) if o.duration else 5000)
             last = sim.bw_row(size, iters, gbps, o.gbits)
         ctx.print(last)
-        count(client, server, link, gbps * 1e9 / 8 * seconds, size)
+        count(client, server, link, gbps * 1e9 / 8 * seconds, size, o.tclass)
+        if flow is not None and not lat:
+            congestion.count(flow, link, seconds, int(gbps * 1e9 / 8 * seconds / max(1, min(size, link.mtu))))
     ctx.print(sim.DASHES)
     server_lines = sim.header(
         o.tool, server.dev.name, client=False, mtu=link.mtu, gid_index=server.gid_index, qps=o.qps

@@ -63,7 +63,7 @@ def save_disk(host: SimHost, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(doc, handle)
+        handle.write(json.dumps(doc))  # dumps runs the C encoder; dump() iterates in Python, ~10x slower
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temp, path)

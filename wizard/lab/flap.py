@@ -7,6 +7,10 @@ carrier_down_count (Documentation/ABI/testing/sysfs-class-net); a failing link a
 (``rx_crc_errors_phy``, ``rx_symbol_err_phy``) and "Link down"/"Link up" lines in the kernel log.
 The simulated link flaps every FLAP_PERIOD_S (lab time); a read always finds it up again, so the evidence is the
 counters rising between two reads, as with a real flapping port caught between flaps.
+The carrier counters also move without any fault, as on a real mlx5 port: ``ip link set down`` drops the carrier
+(mlx5e_close -> netif_carrier_off) and ``up`` raises it when the link is there, and an MTU change on a running
+port reopens its channels with the carrier off then on (mlx5e_change_mtu -> mlx5e_switch_priv_channels), while
+``link_down_events_phy`` counts only the physical link losses.
 """
 
 from __future__ import annotations
@@ -42,10 +46,25 @@ def flaps(host: SimHost, port_index: int) -> int:
     return count
 
 
+def _admin(host: SimHost, netdev: str) -> list[int]:
+    """[carrier downs, carrier ups] caused by configuration (not by the link) since boot."""
+    return host.__dict__.setdefault("_carrier_admin", {}).setdefault(netdev, [0, 0])
+
+
+def carrier_toggled(host: SimHost, netdev: str, *, down: bool, up: bool) -> None:
+    """Count a carrier drop and/or rise caused by ``ip link set`` or an MTU change (see the module docstring)."""
+    counts = _admin(host, netdev)
+    counts[0] += int(down)
+    counts[1] += int(up)
+
+
 def carrier_counts(host: SimHost, port_index: int) -> dict[str, int]:
-    """sysfs carrier_changes / carrier_up_count / carrier_down_count (boot: down at probe, then up)."""
+    """sysfs carrier_changes / carrier_up_count / carrier_down_count (boot: down at probe, then up); the kernel
+    prints carrier_changes as the sum of the other two (net-sysfs.c)."""
     n = flaps(host, port_index)
-    return {"carrier_changes": 2 + 2 * n, "carrier_up_count": 1 + n, "carrier_down_count": 1 + n}
+    downs, ups = _admin(host, host.profile.ports[port_index].netdev)
+    down, up = 1 + n + downs, 1 + n + ups
+    return {"carrier_changes": down + up, "carrier_up_count": up, "carrier_down_count": down}
 
 
 def phy_errors(host: SimHost, port_index: int) -> dict[str, int]:

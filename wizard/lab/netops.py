@@ -140,6 +140,10 @@ def set_mtu(host: SimHost, name: str, mtu: int) -> None:
         raise NetError("Error: mtu greater than device maximum.")
     if mtu < 68:
         raise NetError("Error: mtu less than device minimum.")
+    if dev.port_index is not None and mtu != dev.mtu and host.netdev_carrier(name):
+        from wizard.lab.flap import carrier_toggled
+
+        carrier_toggled(host, name, down=True, up=True)  # mlx5e reopens its channels: carrier off, then on
     dev.set_mtu(mtu)
     for s in dev.slaves:
         if s in host.netdevs:
@@ -148,6 +152,12 @@ def set_mtu(host: SimHost, name: str, mtu: int) -> None:
 
 def set_up(host: SimHost, name: str, up: bool) -> None:
     dev = host.netdevs[name]
+    if dev.port_index is not None and up != dev.admin_up:
+        from wizard.lab.flap import carrier_toggled
+
+        before = host.netdev_carrier(name)
+        dev.admin_up = up
+        carrier_toggled(host, name, down=before and not up, up=up and host.netdev_carrier(name))
     dev.admin_up = up
     if up:
         ensure_link_local(dev)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from wizard.lab import perftest_sim as sim
 from wizard.lab.commands import REGISTRY, command
+from wizard.lab.congestion import sender_paused_by_switch
 from wizard.lab.streams import BufferSink, Ctx
 
 if TYPE_CHECKING:
@@ -22,7 +23,7 @@ def counters(host: SimHost) -> dict[str, Counter[str]]:
     return host.__dict__.setdefault("_perftest_counters", {})
 
 
-def count(client: sim.End, server: sim.End, link: sim.Link, nbytes: float, size: int) -> None:
+def count(client: sim.End, server: sim.End, link: sim.Link, nbytes: float, size: int, tclass: int = 0) -> None:
     """Move the ports' counters: bytes on the test's priority, pause frames when lossless, discards when not."""
     packets = int(nbytes / max(1, min(size, link.mtu))) + 1
     for end, direction in ((client, "tx"), (server, "rx")):
@@ -48,7 +49,8 @@ def count(client: sim.End, server: sim.End, link: sim.Link, nbytes: float, size:
             else:
                 c[f"rx_prio{prio}_discards"] += packets // 300  # buffer overruns without PFC
                 c["rx_discards_phy"] += packets // 300
-        elif link.all_lossless:
+        elif link.all_lossless and sender_paused_by_switch(client, server, tclass):
+            # through switches the pauses reach the sender only where both leaf ports run PFC on the priority
             c[f"rx_prio{prio}_pause"] += packets // 2000
 
 

@@ -6,7 +6,7 @@ import ipaddress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wizard.lab import netops
+from wizard.lab import l3path, routing
 
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
@@ -44,14 +44,24 @@ def _owner_netdev(host: SimHost, port_index: int) -> str | None:
     return dev.master or name
 
 
-def probe(host: SimHost, dst: str, *, iface: str | None = None, size: int = 56, dont_frag: bool = False) -> Probe:
-    """Whether an ICMP echo of ``size`` payload bytes to ``dst`` gets an answer, and why not."""
+def probe(
+    host: SimHost,
+    dst: str,
+    *,
+    iface: str | None = None,
+    size: int = 56,
+    dont_frag: bool = False,
+    src: str | None = None,
+) -> Probe:
+    """Whether an ICMP echo of ``size`` payload bytes to ``dst`` (from ``src`` when bound) gets an answer, and why."""
     ip = ipaddress.ip_address(dst)
     v6 = ip.version == 6
     packet = size + (48 if v6 else 28)
     for dev in host.netdevs.values():
         if dev.admin_up and dev.has_addr(dst):
             return Probe("ok", "lo", dst, 65536, 0.02)
+    if not v6 and host.lab is not None and host.lab.fabric.switches is not None:
+        return _routed(host, dst, iface, src, packet, dont_frag)
     if iface:
         if iface not in host.netdevs:
             return Probe("no_device", iface)
@@ -75,10 +85,11 @@ def probe(host: SimHost, dst: str, *, iface: str | None = None, size: int = 56, 
             return Probe("no_route")
         route = (found6[0], None, found6[1])
     else:
-        found = netops.route_lookup(host, dst)
-        if found is None:
+        try:
+            found = routing.lookup(host, dst, src=src)
+        except routing.RouteError:
             return Probe("no_route")
-        route = found
+        route = (found.dev, found.via, found.src)
     dev_name, via, src = route
     dev = host.netdevs[dev_name]
     mtu = dev.mtu
@@ -151,3 +162,20 @@ def multicast_neighbors(host: SimHost, iface: str) -> list[tuple[str, float]]:
                 if a.ip.is_link_local:
                     out.append((str(a.ip), 0.15))
     return out
+
+
+def _routed(host: SimHost, dst: str, iface: str | None, src: str | None, packet: int, dont_frag: bool) -> Probe:
+    """IPv4 on the modelled leaf/spine fabric: the kernel's lookup (rules included), then the round trip."""
+    if iface is not None and iface not in host.netdevs:
+        return Probe("no_device", iface)
+    try:
+        route = routing.lookup(host, dst, src=src, oif=iface)
+    except routing.RouteError:
+        return Probe("no_route")
+    mtu = host.netdevs[route.dev].mtu
+    if dont_frag and packet > mtu:
+        return Probe("local_mtu", route.dev, route.src, mtu)
+    if route.dev == host.profile.mgmt.netdev:
+        return _mgmt(host, dst, route.via, route.dev, route.src, mtu, packet)
+    outcome, rtt = l3path.round_trip(host, dst, route, packet)
+    return Probe(outcome, route.dev, route.src, mtu, rtt or 0.2)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import fnmatch
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from wizard.lab.nodes import (  # re-exported: the public filesystem API lives in wizard.lab.vfs
     _EPOCH,
@@ -27,6 +29,21 @@ class VFS:
     def __init__(self) -> None:
         self.root = Dir(0o755)
         self.mounts: dict[str, Dir] = {}
+        # While a read-only command walks thousands of files of one directory (grep over sysfs GID tables),
+        # each directory is resolved once: {absolute path: (directory node, real path)}.
+        self._dirs: dict[str, tuple[Node, str]] | None = None
+
+    @contextmanager
+    def walk_cache(self) -> Iterator[None]:
+        """Remember resolved directories for the duration of a read-only scan (the tree must not change)."""
+        outer = self._dirs is not None
+        if not outer:
+            self._dirs = {}
+        try:
+            yield
+        finally:
+            if not outer:
+                self._dirs = None
 
     # -- paths -------------------------------------------------------------------------------------------
     @staticmethod
@@ -44,6 +61,8 @@ class VFS:
         if depth > 20:
             raise FsError(errno.ELOOP, path)
         apath = self.abspath(path, cwd)
+        if self._dirs is not None and depth == 0 and apath != "/":
+            return self._walk_cached(apath, path, follow_last)
         node: Node = self.root
         parts = [p for p in apath.split("/") if p]
         real = "/"
@@ -61,6 +80,27 @@ class VFS:
                 real = posixpath.join(real, part)
             node = child
         return node, real
+
+    def _walk_cached(self, apath: str, path: str, follow_last: bool) -> tuple[Node, str]:
+        """The last step of ``_walk`` from a remembered parent directory; errors come from the full walk."""
+        assert self._dirs is not None
+        head, name = apath.rsplit("/", 1)
+        head = head or "/"
+        found = self._dirs.get(head)
+        if found is None:
+            try:
+                found = self._walk(head, "/", True, 1)
+            except FsError:
+                return self._walk(apath, "/", follow_last, 1)
+            self._dirs[head] = found
+        parent, real = found
+        child = parent.child(name) if isinstance(parent, Dir) else None
+        if child is None:
+            return self._walk(apath, "/", follow_last, 1)  # the uncached walk raises the right error
+        if isinstance(child, Symlink) and follow_last:
+            target = child.target if child.target.startswith("/") else posixpath.join(real, child.target)
+            return self._walk(target, "/", True, 1)
+        return child, posixpath.join(real, name)
 
     def resolve(self, path: str, cwd: str = "/", *, follow: bool = True) -> Node:
         return self._walk(path, cwd, follow)[0]
@@ -202,6 +242,10 @@ class VFS:
     # -- globbing ----------------------------------------------------------------------------------------
     def glob(self, pattern: str, cwd: str = "/") -> list[str]:
         """Expand a shell glob; returns [] when nothing matches (the caller keeps the word then)."""
+        with self.walk_cache():
+            return self._glob(pattern, cwd)
+
+    def _glob(self, pattern: str, cwd: str) -> list[str]:
         absolute = pattern.startswith("/")
         parts = [p for p in pattern.split("/") if p]
         bases = ["/"] if absolute else [""]

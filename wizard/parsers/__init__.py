@@ -30,6 +30,7 @@ TOOLS: dict[str, str] = {
     "bonding": "wizard.parsers.netdev:parse_bonding",
     "ip_link": "wizard.parsers.netdev:parse_ip_link",
     "ip_json": "wizard.parsers.netdev:parse_ip_json",
+    "ip_route_get": "wizard.parsers.iproute:parse_ip_route_get",
     "mlnx_qos": "wizard.parsers.qos:parse_mlnx_qos",
     # LLDP neighbours (switch, switch port, DCBX/PFC and MTU they advertise)
     "lldpctl_json": "wizard.parsers.lldp:parse_lldpctl_json",

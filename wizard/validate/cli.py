@@ -37,10 +37,33 @@ def bwtest_cmd(argv: list[str]) -> int:
     p.add_argument("--seconds", type=float, default=3.0, help="duration of the all-rails-at-once runs (default 3)")
     p.add_argument("--no-sweep", action="store_true", help="skip the per-rail message-size sweeps")
     p.add_argument("--no-nccl", action="store_true", help="skip the NCCL run")
+    p.add_argument("--incast", action="store_true", help="N:1 incast rounds on every rail at once (PFC pauses, no "
+                   "drops, ECN CNPs) instead of the pair tests and NCCL; the lint and counters stay")  # fmt: skip
+    p.add_argument("--fanin", type=int, metavar="K", help="(--incast) senders per receiver (default: all other "
+                   "hosts, at most 15)")  # fmt: skip
+    p.add_argument("--incast-rounds", type=int, metavar="R", help="(--incast) rounds, the receiver rotating "
+                   "(default: every host receives once)")  # fmt: skip
+    p.add_argument("--cross-rail", action="store_true", help="rail x rail through the spine: rail i of one host to "
+                   "every rail j != i of another (switched fabrics), instead of the pair tests and NCCL")  # fmt: skip
+    p.add_argument("--pair", metavar="A,B", help="(--cross-rail) client and server host (default: the first two)")
     args = p.parse_args(argv)
     from wizard.validate.run import Options
 
     options = Options(sweep=not args.no_sweep, together_s=args.seconds, nccl=not args.no_nccl)
+    if args.incast:
+        from wizard.validate.incast import plan_from_args
+
+        options.incast = plan_from_args(args)  # a usage error before any host is touched where N:1 makes no sense
+        options.sweep = options.latency = options.nccl = False
+    elif args.fanin is not None or args.incast_rounds is not None:
+        raise UsageError("--fanin and --incast-rounds only apply with --incast")
+    if args.cross_rail:
+        from wizard.validate.cross_rail import plan
+
+        options.cross_rail = plan(args.pair, args.seconds)
+        options.sweep = options.latency = options.nccl = False
+    elif args.pair is not None:
+        raise UsageError("--pair only applies with --cross-rail")
     return asyncio.run(_bwtest(args, options))
 
 
@@ -170,6 +193,9 @@ def _progress(simulated: bool) -> Callable[[str, dict[str, Any]], None]:
             x = data["result"]
             rate = f"{x.gbps:.2f} Gb/s" if x.gbps is not None else "no result"
             sys.stderr.write(f"{tag}   {x.mode:8} {x.label}: {rate} {x.status.upper()}\n")
+        elif kind == "incast":
+            x = data["round"]
+            sys.stderr.write(f"{tag}   incast   {incast_line(x)}\n")
         elif kind == "check":
             f = data["finding"]
             sys.stderr.write(f"{tag}   {f.status.upper():5} {f.tree}: {f.title}\n")
@@ -187,6 +213,14 @@ def print_summary(report: Any) -> None:
     for a in report.aggregate:
         print(f"  {a.status.upper():4}  aggregate {a.hosts[0]}<->{a.hosts[1]}: {a.gbps:.1f} of {a.expected_gbps:.0f}"
               " Gb/s")  # fmt: skip
+    from wizard.validate.incast import summary_lines
+
+    for line in summary_lines(report.incast):
+        print(f"  {line}")
+    from wizard.validate.cross_rail import summary_lines as cross_lines
+
+    for line in cross_lines(report.cross_rail):
+        print(f"  {line}")
     for lat in report.latency:
         typical = f"{lat.typical_us:.2f} us" if lat.typical_us is not None else "no result"
         print(f"  {lat.status.upper():4}  latency rail {lat.rail}: typical {typical}")
@@ -196,6 +230,15 @@ def print_summary(report: Any) -> None:
     print(f"  NCCL: {report.nccl.status.upper()} {report.nccl.transport or ''} {report.nccl.reason}".rstrip())
     for n, cause in enumerate(report.causes, 1):
         print(f"  cause {n}: {cause}")
+
+
+def incast_line(x: Any) -> str:
+    """One incast round on one rail: K -> receiver (switch port), total of line, pauses, drops, CNPs."""
+    sw = f" ({x.receiver_switch_port})" if x.receiver_switch_port else ""
+    total = f"{x.total_gbps:.1f}" if x.total_gbps is not None else "-"
+    line = f" of {x.line_gbps:.0f}" if x.line_gbps else ""
+    return (f"rail {x.rail} round {x.round}: {len(x.senders)} -> {x.receiver.host} {x.receiver.netdev}{sw}: {total}"
+            f"{line} Gb/s, pauses {x.pauses}, drops {x.drops}, CNPs {x.cnps}")  # fmt: skip
 
 
 def print_findings(findings: list[Any], *, simulated: bool, stream: Any = None) -> None:

@@ -11,7 +11,9 @@ from wizard.parsers import ParseError, parse
 from wizard.validate.model import CounterDelta
 
 # Counters that tell lossless from lossy: pause frames per priority, discards, out-of-buffer drops.
-WATCH = re.compile(r"^(rx|tx)_prio\d_(pause|discards|bytes)$|^rx_discards_phy$|^rx_out_of_buffer$|_global_pause$")
+WATCH = re.compile(
+    r"^(rx|tx)_prio\d_(pause(_duration)?|discards|bytes)$|^rx_discards_phy$|^rx_out_of_buffer$|_global_pause$"
+)
 
 
 # RDMA hardware counters of the port (sysfs hw_counters): retransmissions and ECN/DCQCN activity.

@@ -7,9 +7,11 @@ wrong commands (no ``mlnx_qos --pfc_get``, no PFC on a bond, no ``NCCL_IB_CUDA_S
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
+from steps.discovery_links import recheck
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.validate.hostfacts import HostFacts, probe_all
@@ -56,7 +58,7 @@ async def diagnose(
     items = {i.id: i for i in lint(answers, facts)}
     conf = {h: await _read(executors[h], answers.nccl.conf_path) for h in facts}
     findings = _bandwidth(items, last) + _rdma(facts, items, answers) + _gpu(facts, conf, last, answers)
-    findings += _balance(facts, last) + _inference(facts, answers)
+    findings += _balance(facts, last) + _inference(facts, answers) + await _links(facts, executors)
     for f in findings:
         emit("check", {"finding": f})
     rank = {"fail": 0, "warn": 1, "pass": 2, "skip": 3}
@@ -69,6 +71,15 @@ async def _read(ex: Executor, path: str) -> str | None:
         return await ex.read_file(path)
     except ExecutorError:
         return None
+
+
+async def _links(facts: dict[str, HostFacts], executors: dict[str, Executor]) -> list[Finding]:
+    """A flapping link fails RDMA tests (retry exceeded) and costs bandwidth: read its counters a second time,
+    a few seconds after discovery's read, and compare (steps/discovery_links.py)."""
+    t = TREES[1]
+    names = [n for n, h in facts.items() if h.error is None]
+    found = await asyncio.gather(*(recheck(executors[n], n, facts[n].rails()) for n in names))
+    return [Finding(tree=t, host=n, **i.model_dump()) for n, items in zip(names, found, strict=True) for i in items]
 
 
 def _bandwidth(items: dict[str, CheckResult], last: Report | None) -> list[Finding]:

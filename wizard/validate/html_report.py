@@ -6,6 +6,10 @@ from html import escape
 
 from wizard.validate import svg
 from wizard.validate.model import PASS_RATIO, Report
+from wizard.validate.report_sections import cross_section, incast_section, matrix_section, sweep_charts
+from wizard.validate.report_sections import g as _g
+from wizard.validate.report_sections import s as _s
+from wizard.validate.report_sections import table as _table
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -17,21 +21,9 @@ th{background:#f4f4f4}.pass{color:#1a7f37;font-weight:600}.fail{color:#c62828;fo
 .banner.pass{background:#e6f4ea}.banner.fail{background:#fdecea}
 .sim{background:#fff3cd;padding:6px 10px;border-radius:4px}
 code{background:#f4f4f4;padding:1px 4px;border-radius:3px;font-size:12px}.small{font-size:12px;color:#555}
+.multi{display:flex;flex-wrap:wrap;gap:8px 18px}.multi figure{margin:0}
+.multi figcaption{font-size:12px;color:#555}
 """
-
-
-def _s(status: str) -> str:
-    return f'<span class="{escape(status)}">{escape(status.upper())}</span>'
-
-
-def _table(head: list[str], rows: list[list[str]]) -> str:
-    th = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><tr>{th}</tr>{body}</table>"
-
-
-def _g(value: float | None, digits: int = 2) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def render(report: Report) -> str:
@@ -57,6 +49,9 @@ def render(report: Report) -> str:
         parts.append("</ol>")
     parts.append(_rails(r))
     parts.append(_aggregate(r))
+    parts.append(matrix_section(r))
+    parts.append(incast_section(r))
+    parts.append(cross_section(r))
     parts.append(_latency(r))
     parts.append(_nccl(r))
     parts.append("<h2>Consistency lint</h2>")
@@ -88,11 +83,11 @@ def render(report: Report) -> str:
 
 def _rails(r: Report) -> str:
     out = ["<h2>Per-rail bandwidth (one rail at a time, ib_write_bw -a)</h2>"]
-    series = {f"rail {x.rail} {x.client.host}->{x.server.host}": x.sweep for x in r.rails if x.sweep}
-    ref = min((x.expected_gbps for x in r.rails if x.expected_gbps), default=None)
-    out.append(svg.line_chart(series, unit="Gb/s", ref=ref * PASS_RATIO if ref else None))
-    rows = []
+    out.append(sweep_charts(r.rails))
+    rows, bad = [], []
     for x in r.rails + r.together:
+        if x.status != "pass":
+            bad.append(len(rows))
         ratio = f"{x.ratio:.0%}" if x.ratio is not None else "-"
         rows.append(
             [
@@ -108,8 +103,17 @@ def _rails(r: Report) -> str:
                 escape(x.cause or "") + (f"<br><i>fix:</i> {escape(x.fix)}" if x.fix else ""),
             ]
         )
-    out.append(_table(["rail", "mode", "client", "server", "Gb/s", "line", "share", "MTU", "status", "cause"], rows))
-    for x in r.rails + r.together:
+    head = ["rail", "mode", "client", "server", "Gb/s", "line", "share", "MTU", "status", "cause"]
+    runs = r.rails + r.together
+    if len(rows) <= 16:
+        out.append(_table(head, rows))
+    else:  # many hosts: the failing runs here, every run (hundreds) folded away
+        out.append(f"<p>{len(bad)} of {len(rows)} runs below the pass mark.</p>")
+        if bad:
+            out.append(_table(head, [rows[i] for i in bad]))
+        out.append(f"<details><summary class='small'>all {len(rows)} runs</summary>{_table(head, rows)}</details>")
+    shown = runs if len(runs) <= 16 else [runs[i] for i in bad]
+    for x in shown:
         if x.output:
             out.append(
                 f"<details><summary class='small'>{escape(x.mode)} {escape(x.label)}: <code>{escape(x.command)}</code>"
@@ -119,39 +123,13 @@ def _rails(r: Report) -> str:
 
 
 def _aggregate(r: Report) -> str:
-    out = ["<h2>All rails together and all host pairs</h2>"]
-    bars = [(f"{a.hosts[0]} <-> {a.hosts[1]}", a.gbps, a.expected_gbps, a.status == "pass") for a in r.aggregate]
-    out.append(svg.bar_chart(bars, unit="Gb/s"))
-    cells = {(c.a, c.b): (c.gbps, c.expected_gbps) for c in r.matrix}
-    out.append(
-        "<p class='small'>Host x host matrix (aggregate Gb/s of all rails; pairs scheduled in rounds so no "
-        "host runs two tests at once):</p>"
-    )
-    out.append(svg.heat_map(r.hosts, cells))
-    rows = [
-        [
-            str(c.round),
-            escape(c.a),
-            escape(c.b),
-            _g(c.gbps, 1),
-            _g(c.expected_gbps, 0),
-            escape(" / ".join(_g(v, 1) for v in c.rails)),
-            _s(c.status),
-            escape(c.hint or ""),
-        ]
-        for c in r.matrix
-    ]
-    out.append(_table(["round", "host A", "host B", "Gb/s", "expected", "per rail", "status", "check"], rows))
-    for c in r.matrix[:8]:
-        # Rail x rail of one pair: rail i only meets rail i (one subnet or switch per rail), so the diagonal is
-        # what was measured; a cabling error shows as a red or empty diagonal cell.
-        rails_a = [f"{c.a} rail {i}" for i in range(len(c.rails))]
-        rails_b = [f"{c.b} rail {i}" for i in range(len(c.rails))]
-        per = {
-            (rails_a[i], rails_b[i]): (v, (c.expected_gbps or 0) / max(1, len(c.rails))) for i, v in enumerate(c.rails)
-        }
-        out.append(f"<p class='small'>{escape(c.a)} x {escape(c.b)}, rail x rail (Gb/s, all rails at once):</p>")
-        out.append(svg.heat_map(rails_a, per, cols=rails_b, size=56))
+    out = ["<h2>All rails together</h2>"]
+    if len(r.aggregate) <= 16:  # beyond that the heat maps below say it better than a bar per pair
+        bars = [(f"{a.hosts[0]} <-> {a.hosts[1]}", a.gbps, a.expected_gbps, a.status == "pass") for a in r.aggregate]
+        out.append(svg.bar_chart(bars, unit="Gb/s"))
+    else:
+        slow = sum(a.status != "pass" for a in r.aggregate)
+        out.append(f"<p>{len(r.aggregate)} host pairs, {slow} below {PASS_RATIO:.0%} of their line rate.</p>")
     return "".join(out)
 
 
@@ -186,5 +164,5 @@ def _nccl(r: Report) -> str:
         f"{escape(n.reason)}</p>"
     ]
     if n.busbw:
-        out.append(svg.line_chart({"busbw out-of-place": n.busbw}, unit="GB/s"))
+        out.append(svg.sweep_chart({"busbw out-of-place": n.busbw}, unit="GB/s", title="NCCL all_reduce_perf busbw"))
     return "".join(out)

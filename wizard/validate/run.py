@@ -7,7 +7,7 @@ import ipaddress
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
@@ -30,6 +30,10 @@ from wizard.validate.model import (
 from wizard.validate.schedule import estimate_s, ring, rounds
 from wizard.validate.verdict import conclude
 
+if TYPE_CHECKING:
+    from wizard.validate.cross_rail import CrossRailPlan
+    from wizard.validate.incast import IncastPlan
+
 EventFn = Callable[[str, dict[str, Any]], None]
 
 
@@ -41,6 +45,8 @@ class Options:
     nccl: bool = True
     tool: str = "ib_write_bw"
     lat_tool: str = "ib_write_lat"
+    incast: IncastPlan | None = None  # bwtest --incast: N:1 rounds instead of the pair tests (lint, counters stay)
+    cross_rail: CrossRailPlan | None = None  # bwtest --cross-rail: rail i -> rail j != i through the spine instead
 
 
 async def _has_stdbuf(ex: Executor) -> bool:
@@ -116,24 +122,34 @@ class Validation:
         ports = {n: [(p.netdev, p.rdma_device) for p in h.rails() if p.netdev and p.rdma_device]
                  for n, h in self.facts.items()}  # fmt: skip
         before = await ctr.read(self.executors, ports)
-        pairs = ring(self.hosts)
+        if o.incast is not None:
+            from wizard.validate.incast import run_incast
+
+            r.incast = await run_incast(self, o.incast)
+        if o.cross_rail is not None:
+            from wizard.validate.cross_rail import run_cross_rail
+
+            r.cross_rail = await run_cross_rail(self, o.cross_rail)
+        modes = o.incast is not None or o.cross_rail is not None  # a mode replaces the pair tests
+        pairs = [] if modes else ring(self.hosts)
         if o.sweep:
             self.emit("phase", {"name": "rails", "text": "one rail at a time: ib_write_bw -a sweep"})
             for a, b in pairs:
                 for i in range(self._rail_count(a, b)):
                     r.rails.append(await self._rail(a, b, i, "alone"))
-        schedule = rounds(self.hosts)
+        schedule = [] if modes else rounds(self.hosts)
         pairs_total = sum(len(group) for group in schedule)
         eta = estimate_s(len(self.hosts), o.together_s)
-        self.emit(
-            "phase",
-            {
-                "name": "together",
-                "text": f"all rails at once, {o.together_s:g} s, all "
-                f"{pairs_total} host pairs in {len(schedule)} rounds of disjoint pairs: about {eta:.0f} s",
-            },
-        )
-        self.emit("estimate", {"phase": "together", "rounds": len(schedule), "pairs": pairs_total, "seconds": eta})
+        if schedule:
+            self.emit(
+                "phase",
+                {
+                    "name": "together",
+                    "text": f"all rails at once, {o.together_s:g} s, all "
+                    f"{pairs_total} host pairs in {len(schedule)} rounds of disjoint pairs: about {eta:.0f} s",
+                },
+            )
+            self.emit("estimate", {"phase": "together", "rounds": len(schedule), "pairs": pairs_total, "seconds": eta})
         for number, group in enumerate(schedule):
             results = await asyncio.gather(*(self._together(a, b, number) for a, b in group))
             for cell in results:

@@ -1,55 +1,116 @@
-"""Inline SVG charts for the HTML report: lines of Gb/s by message size, bars, and a heat map."""
+"""Inline SVG charts for the HTML report: rate over message size with axes and units, bars, and heat maps."""
 
 from __future__ import annotations
 
 import math
 from html import escape
 
+from wizard.validate.model import PASS_RATIO
+
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
+WARN_RATIO = 0.75  # amber between this and the pass mark (the terminal page uses the same bands)
+BANDS = {"pass": "#2ca02c", "warn": "#ffbf00", "fail": "#d62728", "none": "#8e44ad", "wait": "#eeeeee"}
+BAND_TEXT = {
+    "pass": f"&#8805; {PASS_RATIO:.0%} of line rate",
+    "warn": f"{WARN_RATIO:.0%} &#8211; {PASS_RATIO:.0%}",
+    "fail": f"&lt; {WARN_RATIO:.0%}",
+    "none": "no result",
+    "wait": "not measured",
+}
+X_RANGE = (1, 23)  # ib_write_bw -a: 2 B .. 8 MiB
+X_LABELS = (1, 6, 10, 15, 20, 23, 27, 30, 33)
 
 
-def line_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, ref: float | None = None,
-               width: int = 640, height: int = 260) -> str:  # fmt: skip
-    """Lines over a log2 x axis of message sizes; ``ref`` draws the pass threshold."""
+def band(value: float | None, expected: float | None) -> str:
+    if value is None or not expected:
+        return "none"
+    share = value / expected
+    return "pass" if share >= PASS_RATIO else "warn" if share >= WARN_RATIO else "fail"
+
+
+def size_label(n: int) -> str:
+    """2 B, 64 B, 1 KiB, 32 KiB, 1 MiB, 8 MiB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n >> shift} {unit}"
+    return f"{n} B"
+
+
+def nice_ceiling(value: float) -> float:
+    if value <= 0:
+        return 1.0
+    base = 10 ** math.floor(math.log10(value))
+    return next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= value)
+
+
+def _svg(width: float, height: float, label: str) -> str:
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" role="img" '
+            f'aria-label="{escape(label)}">')  # fmt: skip
+
+
+def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: float | None = None,
+                failed: frozenset[str] | set[str] = frozenset(), title: str = "", width: int = 520,
+                height: int = 250) -> str:  # fmt: skip
+    """Rate (y, 0 .. the line rate, in ``unit``) over message size (x, log2, 2 B .. 8 MiB); one line per series,
+    failing series in red, the pass mark dashed. More than 8 series are drawn thin and summed up in the legend."""
     points = [p for s in series.values() for p in s]
     if not points:
         return "<p><em>no data</em></p>"
-    left, bottom, top, right = 56, 34, 12, 200
-    xs = [math.log2(max(1, x)) for x, _ in points]
-    x0, x1 = min(xs), max(xs) or 1
-    ymax = max([y for _, y in points] + [ref or 0]) * 1.1 or 1
-    w, h = width - left - right, height - top - bottom
+    logs = [math.log2(max(1, x)) for x, _ in points]
+    x0, x1 = min(X_RANGE[0], math.floor(min(logs))), max(X_RANGE[1], math.ceil(max(logs)))
+    top = max(line or 0, nice_ceiling(max(y for _, y in points)) if not line else 0) or 1
+    top = max(top, max(y for _, y in points))
+    left, right, upper, bottom = 58, 150, 26, 46
+    w, h = width - left - right, height - upper - bottom
 
     def px(x: float) -> float:
-        return left + (math.log2(max(1, x)) - x0) / max(1e-9, x1 - x0) * w
+        return left + (math.log2(max(1, x)) - x0) / max(1, x1 - x0) * w
 
     def py(y: float) -> float:
-        return top + h - y / ymax * h
+        return upper + h - y / top * h
 
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    out.append(f'<rect x="{left}" y="{top}" width="{w}" height="{h}" fill="#fafafa" stroke="#ccc"/>')
+    out = [_svg(width, height, title or f"{unit} by message size")]
+    if title:
+        out.append(f'<text x="{left}" y="14" font-size="12" font-weight="600">{escape(title)}</text>')
+    out.append(f'<rect x="{left}" y="{upper}" width="{w}" height="{h}" fill="#fafafa" stroke="#bbb"/>')
     for k in range(5):
-        y = ymax * k / 4
-        out.append(f'<text x="{left - 6}" y="{py(y) + 4:.1f}" font-size="10" text-anchor="end">{y:.0f}</text>')
-        out.append(f'<line x1="{left}" x2="{left + w}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#eee"/>')
-    for x in sorted({x for x, _ in points}):
-        if int(math.log2(max(1, x))) % 3 == 1:
-            label = _size(x)
-            out.append(f'<text x="{px(x):.1f}" y="{top + h + 14}" font-size="10" text-anchor="middle">{label}</text>')
-    out.append(f'<text x="{left + w / 2}" y="{height - 4}" font-size="11" text-anchor="middle">message size</text>')
-    out.append(f'<text x="12" y="{top + h / 2}" font-size="11" transform="rotate(-90 12 {top + h / 2})" '
+        y = top * k / 4
+        out.append(f'<line x1="{left}" x2="{left + w}" y1="{py(y):.1f}" y2="{py(y):.1f}" stroke="#e6e6e6"/>')
+        out.append(f'<text x="{left - 5}" y="{py(y) + 4:.1f}" font-size="10" text-anchor="end">{y:g}</text>')
+    for e in range(x0, x1 + 1):
+        x = px(2**e)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{upper + h}" y2="{upper + h + 4}" stroke="#888"/>')
+        if e in X_LABELS:
+            out.append(f'<text x="{x:.1f}" y="{upper + h + 16}" font-size="10" text-anchor="middle">'
+                       f"{size_label(2**e)}</text>")  # fmt: skip
+    out.append(f'<text x="{left + w / 2}" y="{height - 6}" font-size="11" text-anchor="middle">'
+               "message size (bytes, log2 scale)</text>")  # fmt: skip
+    mid = upper + h / 2
+    out.append(f'<text x="14" y="{mid}" font-size="11" transform="rotate(-90 14 {mid})" '
                f'text-anchor="middle">{escape(unit)}</text>')  # fmt: skip
-    if ref:
+    if line:
+        ref = PASS_RATIO * line
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{py(ref):.1f}" y2="{py(ref):.1f}" stroke="#d62728" '
                    'stroke-dasharray="5,4"/>')  # fmt: skip
-        out.append(f'<text x="{left + w - 4}" y="{py(ref) + 12:.1f}" font-size="10" fill="#d62728" '
-                   f'text-anchor="end">pass {ref:.1f}</text>')  # fmt: skip
+        out.append(f'<text x="{left + 4}" y="{py(ref) - 3:.1f}" font-size="10" fill="#d62728">pass {ref:g} '
+                   f"{escape(unit)} ({PASS_RATIO:.0%} of {line:g})</text>")  # fmt: skip
+    many = len(series) > len(COLORS)
     for n, (name, pts) in enumerate(series.items()):
-        color = COLORS[n % len(COLORS)]
+        bad = name in failed
+        color = "#d62728" if bad else ("#1f77b4" if many else COLORS[n % len(COLORS)])
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(pts))
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="{path}"/>')
-        out.append(f'<rect x="{left + w + 10}" y="{top + 4 + n * 16}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{left + w + 24}" y="{top + 13 + n * 16}" font-size="11">{escape(name)}</text>')
+        stroke = 2 if bad or not many else 1
+        opacity = "" if bad or not many else ' stroke-opacity="0.45"'
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="{stroke}"{opacity} points="{path}">'
+                   f"<title>{escape(name)}</title></polyline>")  # fmt: skip
+    legend = [(name, "#d62728" if name in failed else COLORS[n % len(COLORS)]) for n, name in enumerate(series)]
+    if many:
+        bad = [(name, "#d62728") for name in series if name in failed][:6]
+        legend = [*bad, (f"{len(series) - len(bad)} other pairs", "#1f77b4")]
+    for n, (name, color) in enumerate(legend):
+        y = upper + 4 + n * 16
+        out.append(f'<rect x="{left + w + 10}" y="{y}" width="10" height="10" fill="{color}"/>')
+        out.append(f'<text x="{left + w + 24}" y="{y + 9}" font-size="10">{escape(name)}</text>')
     out.append("</svg>")
     return "".join(out)
 
@@ -62,7 +123,7 @@ def bar_chart(bars: list[tuple[str, float, float | None, bool]], *, unit: str, w
     vmax = max([v for _, v, _, _ in bars] + [e or 0 for _, _, e, _ in bars]) or 1
     w = width - left - 70
     height = row * len(bars) + 10
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
+    out = [_svg(width, height, f"bars in {unit}")]
     for i, (label, value, expected, ok) in enumerate(bars):
         y = 5 + i * row
         color = "#2ca02c" if ok else "#d62728"
@@ -78,47 +139,72 @@ def bar_chart(bars: list[tuple[str, float, float | None, bool]], *, unit: str, w
 
 
 def heat_map(
-    hosts: list[str],
+    rows: list[str],
     cells: dict[tuple[str, str], tuple[float | None, float | None]],
     *,
     cols: list[str] | None = None,
-    size: int = 70,
+    size: int | None = None,
+    title: str = "",
+    row_title: str = "",
+    col_title: str = "",
+    diagonal: bool = True,
+    symmetric: bool = True,
+    legend: bool = True,
+    unit: str = "Gb/s",
 ) -> str:
-    """Rows x columns (host x host, or one pair's rail x rail) coloured by the share of the expected rate
-    (red < 75 % <= amber < 90 % <= green); the diagonal of a host x host map is the host itself."""
-    cols = cols or hosts
-    left, top = 110, 90
-    n = len(hosts)
-    width, height = left + len(cols) * size + 60, top + n * size + 10
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img">']
-    for i, h in enumerate(hosts):
-        out.append(f'<text x="{left - 6}" y="{top + i * size + size / 2 + 4}" font-size="11" '
-                   f'text-anchor="end">{escape(h)}</text>')  # fmt: skip
-    for i, h in enumerate(cols):
-        x = left + i * size + size / 2
-        out.append(f'<text x="{x}" y="{top - 8}" font-size="11" transform="rotate(-40 {x} {top - 8})">'
-                   f"{escape(h)}</text>")  # fmt: skip
-    for i, a in enumerate(hosts):
+    """Rows x columns (host x host, or one pair's rail x rail) coloured by the share of the expected rate, with
+    the share in percent in each cell when it is big enough, axis titles, a legend and a tooltip per cell.
+    ``cells`` maps (row, column) to (value, expected); ``symmetric``: a pair measured once is looked up both ways."""
+    cols = cols or rows
+    size = size or (34 if len(cols) <= 16 else 22 if len(cols) <= 32 else 12)
+    label_w = max(40, 7 * max((len(r) for r in rows), default=4) + 10)
+    left, upper = label_w + 18, 30 + 7 * max((len(c) for c in cols), default=4)
+    grid_w, grid_h = len(cols) * size, len(rows) * size
+    width, height = max(left + grid_w + 10, 600 if legend else 0), upper + grid_h + (48 if legend else 10)
+    out = [_svg(width, height, title or "heat map")]
+    if title:
+        out.append(f'<text x="2" y="14" font-size="12" font-weight="600">{escape(title)}</text>')
+    mid = upper + grid_h / 2
+    out.append(f'<text x="10" y="{mid}" font-size="11" transform="rotate(-90 10 {mid})" text-anchor="middle">'
+               f"{escape(row_title)}</text>")  # fmt: skip
+    out.append(f'<text x="{left + grid_w / 2}" y="28" font-size="11" text-anchor="middle">{escape(col_title)}</text>')
+    font = 11 if size >= 30 else 9
+    for i, r in enumerate(rows):
+        out.append(f'<text x="{left - 4}" y="{upper + i * size + size / 2 + 4}" font-size="{font}" '
+                   f'text-anchor="end">{escape(r)}</text>')  # fmt: skip
+    for j, c in enumerate(cols):
+        x, y = left + j * size + size / 2 + 3, upper - 4
+        out.append(f'<text x="{x}" y="{y}" font-size="{font}" transform="rotate(-60 {x} {y})">{escape(c)}</text>')
+    for i, a in enumerate(rows):
         for j, b in enumerate(cols):
-            value, expected = cells.get((a, b)) or cells.get((b, a)) or (None, None)
-            x, y = left + j * size, top + i * size
-            if a == b and cols is hosts:
-                color, text = "#eee", "-"
-            elif value is None or not expected:
-                color, text = "#bbb", "n/a"
-            else:
-                share = value / expected
-                color = "#2ca02c" if share >= 0.9 else "#ffbf00" if share >= 0.75 else "#d62728"
-                text = f"{value:.0f}"
-            out.append(f'<rect x="{x}" y="{y}" width="{size - 2}" height="{size - 2}" fill="{color}"/>')
-            out.append(f'<text x="{x + size / 2 - 1}" y="{y + size / 2 + 4}" font-size="12" text-anchor="middle" '
-                       f'fill="#111">{text}</text>')  # fmt: skip
+            x, y = left + j * size, upper + i * size
+            if diagonal and i == j:
+                out.append(f'<rect x="{x}" y="{y}" width="{size - 1}" height="{size - 1}" fill="#f7f7f7"/>')
+                continue
+            found = cells.get((a, b)) or (cells.get((b, a)) if symmetric else None)
+            kind = "wait" if found is None else band(*found)
+            value, expected = found or (None, None)
+            share = f"{value / expected:.0%}" if value is not None and expected else BAND_TEXT[kind]
+            tip = f"{a} x {b}: " + (f"{value:.1f} of {expected:g} {unit} ({share})" if value is not None and expected
+                                    else share)  # fmt: skip
+            out.append(f'<rect x="{x}" y="{y}" width="{size - 1}" height="{size - 1}" fill="{BANDS[kind]}" '
+                       f'data-band="{kind}"><title>{escape(tip)}</title></rect>')  # fmt: skip
+            if size >= 20 and kind != "wait":
+                text = "n/a" if value is None or not expected else f"{min(999, round(value / expected * 100))}"
+                fill = "#fff" if kind in ("fail", "none") else "#111"
+                out.append(f'<text x="{x + size / 2 - 0.5}" y="{y + size / 2 + 3}" font-size="{font - 1}" '
+                           f'text-anchor="middle" fill="{fill}">{text}</text>')  # fmt: skip
+    if legend:
+        out.append(_legend(2, upper + grid_h + 14, "numbers: % of line rate"))
     out.append("</svg>")
     return "".join(out)
 
 
-def _size(n: int) -> str:
-    for unit, div in (("M", 1 << 20), ("K", 1 << 10)):
-        if n >= div:
-            return f"{n // div}{unit}"
-    return str(n)
+def _legend(x: float, y: float, note: str) -> str:
+    out = []
+    for kind in ("pass", "warn", "fail", "none", "wait"):
+        out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{BANDS[kind]}" stroke="#ccc"/>')
+        out.append(f'<text x="{x + 16}" y="{y + 10}" font-size="10">{BAND_TEXT[kind]}</text>')
+        x += 22 + 5.6 * len(BAND_TEXT[kind].replace("&#8805;", "=").replace("&#8211;", "-").replace("&lt;", "<"))
+    out.append(f'<text x="{x}" y="{y + 10}" font-size="10" fill="#555">{escape(note)}</text>')
+    return "".join(out)

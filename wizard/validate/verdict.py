@@ -5,6 +5,7 @@ from __future__ import annotations
 from wizard.answers import Answers
 from wizard.validate.diagnose import explain
 from wizard.validate.hostfacts import HostFacts
+from wizard.validate.incast_verdict import explained_ports
 from wizard.validate.model import Report
 
 # Lint items in the order they explain failures: no host, no link, cabling/MTU, then QoS.
@@ -32,7 +33,13 @@ def conclude(report: Report, facts: dict[str, HostFacts], answers: Answers) -> N
     for rail in report.rails + report.together:
         if rail.status == "fail" and rail.cause:
             add(f"{rail.cause} -> {rail.fix}")
-    explained = " ".join(causes)
+    for x in report.incast:
+        if x.status == "fail" and x.cause:
+            add(f"incast rail {x.rail}: {x.cause} -> {x.fix}")
+    for x in report.cross_rail:
+        if x.status == "fail" and x.cause:
+            add(f"cross-rail {x.rail}->{x.peer_rail}: {x.cause} -> {x.fix}")
+    explained = " ".join(causes) + " " + explained_ports(report.incast)
     for c in report.counters:
         if c.status == "fail" and f"{c.host} {c.netdev}" not in explained:
             add(f"{c.host} {c.netdev}: {c.note} -> run stage roce (trust dscp, PFC on priority {prio})")
@@ -40,7 +47,8 @@ def conclude(report: Report, facts: dict[str, HostFacts], answers: Answers) -> N
     for lat in report.latency:
         if lat.status == "fail" and lat.cause and (lat.rail, lat.client.host, lat.server.host) not in broken:
             add(f"latency rail {lat.rail} {lat.client.host}->{lat.server.host}: {lat.cause}")
-    if not report.rails and not report.together:
+    skipped = any(i.id == "cross_rail" and i.status == "skip" for i in report.lint)  # asked for, nothing to route
+    if not report.rails and not report.together and not report.incast and not report.cross_rail and not skipped:
         add(f"no RDMA test ran: {len(report.hosts)} host(s) with rail ports in the run; bandwidth needs two hosts "
             "whose rails (ConnectX Ethernet ports in PCI order) have RoCE devices")  # fmt: skip
     if report.nccl.status == "fail":
@@ -49,6 +57,8 @@ def conclude(report: Report, facts: dict[str, HostFacts], answers: Answers) -> N
         causes
         or any(x.status == "fail" for x in report.rails + report.together + report.latency)
         or any(a.status == "fail" for a in report.aggregate)
+        or any(x.status == "fail" for x in report.incast)
+        or any(x.status == "fail" for x in report.cross_rail)
     )
     report.verdict = "fail" if failed else "pass"
     report.causes = causes

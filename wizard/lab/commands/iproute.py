@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from wizard.lab import netops
+import ipaddress
+
+from wizard.lab import netops, routing
 from wizard.lab.commands.ipformat import NOT_PERMITTED, _emit_json
 from wizard.lab.streams import CommandFailed, Ctx
 
@@ -26,23 +28,7 @@ def route_text(e: dict[str, object]) -> str:
 async def _route(ctx: Ctx, words: list[str], opt: dict) -> int:
     host = ctx.host
     if words[:1] == ["get"] and len(words) > 1:
-        try:
-            found = netops.route_lookup(host, words[1])
-        except ValueError:
-            raise CommandFailed(f'Error: any valid prefix is expected rather than "{words[1]}".', 1) from None
-        if found is None:
-            raise CommandFailed("RTNETLINK answers: Network is unreachable", 2)
-        dev, via, src = found
-        if opt["json"]:
-            item: dict[str, object] = {"dst": words[1]}
-            if via:
-                item["gateway"] = via
-            item.update({"dev": dev, "prefsrc": src, "flags": [], "uid": 0, "cache": []})
-            _emit_json(ctx, [item], opt["pretty"])
-            return 0
-        hop = f" via {via}" if via else ""
-        ctx.print(f"{words[1]}{hop} dev {dev} src {src} uid 0 \n    cache ")
-        return 0
+        return _get(ctx, words[1:], opt)
     if words[:1] in (["add"], ["del"], ["delete"], ["replace"], ["flush"]):
         if not ctx.root:
             raise CommandFailed(NOT_PERMITTED, 2)
@@ -73,4 +59,30 @@ async def _rule(ctx: Ctx, words: list[str], opt: dict) -> int:
         dst = f" to {r['dst']}" if r.get("dst") else ""
         proto = f" proto {r['protocol']}" if r.get("protocol") else ""
         ctx.print(f"{r['priority']}:\tfrom {r['src']}{dst} lookup {r['table']}{proto} ")
+    return 0
+
+
+def _get(ctx: Ctx, words: list[str], opt: dict) -> int:
+    """ip route get [to] DST [from SRC] [oif|dev DEV]: the kernel's lookup, rules included (wizard/lab/routing.py)."""
+    if words[0] == "to":
+        words = words[1:]
+    if not words:
+        raise CommandFailed('Error: argument "to" is wrong: Invalid address', 1)
+    args = dict(zip(words[1::2], words[2::2], strict=False))
+    dst, src, oif = words[0], args.get("from"), args.get("oif") or args.get("dev")
+    for value in (dst, src):
+        if value is None:
+            continue
+        try:
+            ipaddress.IPv4Address(value)
+        except ValueError:
+            raise CommandFailed(f'Error: any valid prefix is expected rather than "{value}".', 1) from None
+    try:
+        found = routing.lookup(ctx.host, dst, src=src, oif=oif)
+    except routing.RouteError as exc:
+        raise CommandFailed(str(exc), 2 if str(exc).startswith("RTNETLINK") else 1) from None
+    if opt["json"]:
+        _emit_json(ctx, [found.json()], opt["pretty"])
+    else:
+        ctx.print(found.text())
     return 0

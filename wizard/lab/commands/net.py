@@ -65,14 +65,27 @@ async def ip(ctx: Ctx) -> int:
             opt["family"] = "inet6"
         elif a in ("s", "stats", "o", "oneline", "c", "color", "n", "N"):
             continue
+        elif a == "force":
+            opt["force"] = True
+        elif a == "batch":
+            if not args:
+                raise CommandFailed('Error: argument "batch file" is required', 255)
+            opt["batch"] = args.pop(0)
         elif all(ch in "jdps46" for ch in a):
             opt["json"] |= "j" in a
             opt["details"] |= "d" in a
         else:
             raise CommandFailed(f'Option "-{a}" is unknown, try "ip -help".', 255)
+    if opt.get("batch"):
+        from wizard.lab.commands.ipbatch import batch
+
+        return await batch(ctx, str(opt["batch"]), opt, _dispatch)
     if not args:
         raise CommandFailed("Usage: ip [ OPTIONS ] OBJECT { COMMAND | help }", 255)
-    obj, words = args[0], args[1:]
+    return await _dispatch(ctx, args[0], args[1:], opt)
+
+
+async def _dispatch(ctx: Ctx, obj: str, words: list[str], opt: dict) -> int:
     if "link".startswith(obj):
         return await _link(ctx, words, opt)
     if "address".startswith(obj) or obj == "addr":

@@ -50,11 +50,14 @@ async def ping(ctx: Ctx) -> int:
     if force6 and addr.version == 4:
         raise CommandFailed(f"ping: {target}: Address family for hostname not supported", 2)
     count = count or (int(deadline) if deadline else 4)
+    source = _source(ctx, iface, addr.version)
+    if source is not None:
+        iface = None  # -I ADDRESS binds the source address, not a device (ping(8), -I interface)
     if iface and iface not in ctx.host.netdevs:
         raise CommandFailed(f"ping: SO_BINDTODEVICE {iface}: No such device", 2)
     if addr.version == 6 and addr.is_multicast:
         return await _ping_multicast(ctx, target, iface, count, size, interval)
-    res = reach.probe(ctx.host, target, iface=iface, size=size, dont_frag=dont_frag)
+    res = reach.probe(ctx.host, target, iface=iface, size=size, dont_frag=dont_frag, src=source)
     if res.outcome == "no_route":
         raise CommandFailed("ping: connect: Network is unreachable", 2)
     v6 = addr.version == 6
@@ -63,7 +66,7 @@ async def ping(ctx: Ctx) -> int:
         frm = f" from {res.src}{'%' + iface if addr.is_link_local and iface else ''} {iface}:" if iface else ":"
         ctx.print(f"PING {target}({target}){frm} {size} data bytes")
     else:
-        frm = f"from {res.src} {iface}: " if iface else ""
+        frm = f"from {res.src} {iface}: " if iface else f"from {source} : " if source else ""
         ctx.print(f"PING {target} ({target}) {frm}{size}({size + hdr}) bytes of data.")
     rng = random.Random(f"{ctx.host.name}{target}{size}")
     times: list[float] = []
@@ -140,3 +143,16 @@ async def _ping_multicast(ctx: Ctx, target: str, iface: str | None, count: int, 
     if not times:
         ctx.print("")
     return 0 if answered else 1
+
+
+def _source(ctx: Ctx, iface: str | None, version: int) -> str | None:
+    """The address ``-I`` names, when it is one; it must be local (else bind fails as in iputils)."""
+    if iface is None:
+        return None
+    try:
+        ip = ipaddress.ip_address(iface)
+    except ValueError:
+        return None
+    if ip.version != version or not any(d.admin_up and d.has_addr(iface) for d in ctx.host.netdevs.values()):
+        raise CommandFailed("ping: bind: Cannot assign requested address", 2)
+    return iface

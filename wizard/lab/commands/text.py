@@ -28,19 +28,23 @@ async def _inputs(ctx: Ctx, files: list[str]) -> list[tuple[str, str | None, str
     """(name, text or None, error) per input; "-" or no files = stdin."""
     if not files:
         return [("(standard input)", await ctx.stdin.read(), None)]
-    out = []
-    for f in files:
-        if f == "-":
-            out.append(("(standard input)", await ctx.stdin.read(), None))
-            continue
-        node = ctx.fs.lookup(f, ctx.cwd)
-        if isinstance(node, Dir):
-            out.append((f, None, "Is a directory"))
-            continue
-        try:
-            out.append((f, ctx.read_text(f), None))
-        except FsError as exc:
-            out.append((f, None, exc.reason))
+    # stdin is read (awaited) first, so that the files below are read in one go without yielding to other tasks
+    stdin = await ctx.stdin.read() if "-" in files else ""
+    out: list[tuple[str, str | None, str | None]] = []
+    with ctx.fs.walk_cache():  # grep only reads: a big sysfs scan resolves each directory once, not per file
+        for f in files:
+            if f == "-":
+                out.append(("(standard input)", stdin, None))
+                stdin = ""  # like a pipe: a second "-" reads nothing more
+                continue
+            node = ctx.fs.lookup(f, ctx.cwd)
+            if isinstance(node, Dir):
+                out.append((f, None, "Is a directory"))
+                continue
+            try:
+                out.append((f, ctx.read_text(f), None))
+            except FsError as exc:
+                out.append((f, None, exc.reason))
     return out
 
 
@@ -71,36 +75,44 @@ async def grep(ctx: Ctx) -> int:
     silent = "s" in opts or "no-messages" in opts
     with_name = "H" in opts or (len(rest) > 1 and "h" not in opts)
     matched, errors = False, False
-    for name, text, error in await _inputs(ctx, rest):
-        if text is None:
-            errors = True
-            if not silent:
-                ctx.eprint(f"grep: {name}: {error}")
-            continue
-        count = 0
-        for n, line in enumerate(_lines(text), 1):
-            hit = any(p.search(line) for p in pats)
-            if hit == ("v" in opts):
+    inputs = await _inputs(ctx, rest)
+    # stdout to a pipe is block-buffered in grep (stdio): one write, not one SSH packet per matching line
+    buffered: list[str] = []
+    emit = buffered.append
+    try:
+        for name, text, error in inputs:
+            if text is None:
+                errors = True
+                if not silent:
+                    ctx.eprint(f"grep: {name}: {error}")
                 continue
-            count += 1
-            matched = True
-            if quiet:
-                return 0
-            if "l" in opts:
-                break
-            if "c" in opts:
-                continue
-            prefix = (f"{name}:" if with_name else "") + (f"{n}:" if "n" in opts else "")
-            if "o" in opts:
-                for p in pats:
-                    for m in p.finditer(line):
-                        ctx.print(prefix + m.group(0))
-            else:
-                ctx.print(prefix + line)
-        if "l" in opts and count:
-            ctx.print(name)
-        elif "c" in opts:
-            ctx.print((f"{name}:" if with_name else "") + str(count))
+            count = 0
+            for n, line in enumerate(_lines(text), 1):
+                hit = any(p.search(line) for p in pats)
+                if hit == ("v" in opts):
+                    continue
+                count += 1
+                matched = True
+                if quiet:
+                    return 0
+                if "l" in opts:
+                    break
+                if "c" in opts:
+                    continue
+                prefix = (f"{name}:" if with_name else "") + (f"{n}:" if "n" in opts else "")
+                if "o" in opts:
+                    for p in pats:
+                        for m in p.finditer(line):
+                            emit(prefix + m.group(0))
+                else:
+                    emit(prefix + line)
+            if "l" in opts and count:
+                emit(name)
+            elif "c" in opts:
+                emit((f"{name}:" if with_name else "") + str(count))
+    finally:
+        if buffered:
+            ctx.out.write("\n".join(buffered) + "\n")
     if errors:
         return 2  # GNU grep: an error makes the status 2 even when lines matched (unless -q matched)
     return 0 if matched else 1

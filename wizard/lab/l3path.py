@@ -1,0 +1,181 @@
+"""Routed paths on the modelled rail fabric: leaf gateways, the spine, reverse-path filtering and RoCE resolution.
+
+The rails-16 leaves are L3 switches (a rail-optimized Cumulus fabric): leaf-r<i> owns the rail's gateway address
+10.10.<i>.254/24 on its rail segment (the addressing of assets/answers.rails-16.yaml) and learns every other rail's
+subnet from the spine, so a packet sent to that gateway is routed leaf -> spine -> the destination's leaf and
+delivered on that leaf's segment to the port that owns the address (ARP, which these hosts answer only on the port
+owning the address: arp_ignore=1, what the network stage sets). The answer takes the destination host's own route
+back (its policy table when the rules are there), so each direction is looked up separately.
+
+Reverse-path filtering (Documentation/networking/ip-sysctl.rst, ``rp_filter``; net/ipv4/fib_frontend.c
+fib_validate_source): the effective mode is max(conf/all, conf/<dev>); 1 (strict) drops a packet whose source the
+host would not route back out of the interface it arrived on, 2 (loose) only one it cannot route back at all. The
+lookup is made from the receiving address, so the per-rail ``from`` rules take part in it.
+
+RoCE v2 (drivers/infiniband/core/addr.c): modifying a QP to RTR resolves the destination GID's address with a route
+lookup from the source GID's address bound to the GID's netdev (set_addr_netns_by_gid_rcu sets bound_dev_if;
+addr4_resolve passes it as flowi4_oif), then resolves the next hop's MAC by ARP on that netdev. Packets of the QP
+leave by that port whatever the routing tables say, and a NIC does no reverse-path filtering.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from wizard.lab import routing, sysctl
+
+if TYPE_CHECKING:
+    from wizard.lab.host import SimHost
+    from wizard.lab.switches import Switch
+
+GATEWAY_HOST = 254  # leaf-r<i> answers on 10.10.<i>.254
+UPLINK = "swp64"
+
+
+def svi(switch: Switch) -> ipaddress.IPv4Interface | None:
+    """The leaf's address on its rail segment (the gateway hosts route other rails through)."""
+    if switch.role != "leaf" or switch.rail is None:
+        return None
+    return ipaddress.IPv4Interface(f"10.10.{switch.rail}.{GATEWAY_HOST}/24")
+
+
+def _leaf_for(switches: Iterable[Switch], dst: str) -> Switch | None:
+    """The leaf whose rail subnet holds ``dst`` (every leaf learns the others' subnets through the spine)."""
+    ip = ipaddress.IPv4Address(dst)
+    return next((s for s in switches if (a := svi(s)) is not None and ip in a.network), None)
+
+
+@dataclass
+class Arrival:
+    """Where a packet was delivered: host, the netdev that received it, the smallest MTU on the way."""
+
+    host: SimHost
+    netdev: str
+    path_mtu: int
+    routed: bool = False
+
+
+def _ports_on(host: SimHost, segment: str) -> list[tuple[str, int]]:
+    assert host.lab is not None
+    return [ref for ref, seg in host.lab.fabric.segments.items() if seg == segment]
+
+
+def _owner_at(host: SimHost, ref: tuple[str, int], ip: str) -> tuple[SimHost, str] | None:
+    """The live host port ``ref`` when its netdev (or its bond) owns ``ip`` and answers ARP for it."""
+    from wizard.lab.reach import _owner_netdev
+
+    assert host.lab is not None
+    peer = host.lab.hosts.get(ref[0])
+    if peer is None or peer.state != "running" or not peer.port_carrier(ref[1]):
+        return None
+    owner = _owner_netdev(peer, ref[1])
+    if owner is None or not peer.netdevs[owner].admin_up or not peer.netdevs[owner].has_addr(ip):
+        return None
+    return peer, owner
+
+
+def send(host: SimHost, route: routing.Route, dst: str) -> Arrival | str:
+    """Deliver a packet for ``dst`` along ``route``: its Arrival, or "unreachable" (ARP unanswered) / "loss"."""
+    from wizard.lab.reach import _egress_ports
+
+    lab = host.lab
+    if lab is None or lab.fabric.switches is None or not host.netdev_carrier(route.dev):
+        return "unreachable"
+    fabric, switches = lab.fabric, lab.fabric.switches
+    outcome = "unreachable"
+    for port in _egress_ports(host, route.dev):
+        me = (host.name, port)
+        segment = fabric.segment(me)
+        ingress = switches.port_of(me)
+        if segment is None or ingress is None:
+            continue
+        if route.via is None:
+            for ref in fabric.peers(me):
+                found = _owner_at(host, ref, dst)
+                if found:
+                    return Arrival(found[0], found[1], fabric.path_mtu(me, ref))
+            continue
+        leaf = switches.switches.get(ingress.switch)
+        gw = svi(leaf) if leaf is not None else None
+        if gw is None or str(gw.ip) != route.via:
+            continue  # nobody on this segment answers ARP for the gateway
+        outcome = "loss"  # the leaf took the packet; from here on a failure is silent
+        target = _leaf_for(switches.switches.values(), dst)
+        if target is None:
+            continue
+        for ref in _ports_on(host, target.name):
+            found = _owner_at(host, ref, dst)
+            egress = switches.port_of(ref)
+            if found and egress is not None:
+                mtus = [ingress.mtu, egress.mtu]
+                if target is not leaf:
+                    assert leaf is not None
+                    spine = [p for s in switches.switches.values() if s.role == "spine" for p in s.ports.values()]
+                    mtus += [leaf.port(UPLINK).mtu, target.port(UPLINK).mtu] + [p.mtu for p in spine]
+                return Arrival(found[0], found[1], min(mtus), routed=True)
+    return outcome
+
+
+def rp_filter(host: SimHost, dev: str) -> int:
+    """Effective rp_filter of ``dev``: the larger of conf/all and conf/<dev> (IN_DEV_MAXCONF)."""
+    values = []
+    for key in ("net.ipv4.conf.all.rp_filter", f"net.ipv4.conf.{dev}.rp_filter"):
+        try:
+            values.append(int(sysctl.get(host, key)))
+        except (sysctl.SysctlError, ValueError):
+            continue
+    return max(values, default=0)
+
+
+def accepts(host: SimHost, in_dev: str, source: str, local: str) -> bool:
+    """Whether reverse-path filtering on ``in_dev`` lets a packet from ``source`` to ``local`` in."""
+    mode = rp_filter(host, in_dev)
+    if mode == 0:
+        return True
+    try:
+        back = routing.lookup(host, source, src=local)
+    except routing.RouteError:
+        return False
+    return mode == 2 or back.dev == in_dev
+
+
+def round_trip(host: SimHost, dst: str, route: routing.Route, packet: int) -> tuple[str, float]:
+    """An ICMP echo along ``route`` and its answer along the peer's own route: (outcome, rtt ms)."""
+    there = send(host, route, dst)
+    if isinstance(there, str):
+        return there, 0.0
+    peer = there.host
+    if not accepts(peer, there.netdev, route.src, dst):
+        return "loss", 0.0
+    try:
+        back_route = routing.lookup(peer, route.src, src=dst)
+    except routing.RouteError:
+        return "loss", 0.0
+    back = send(peer, back_route, route.src)
+    if isinstance(back, str) or back.host is not host or not accepts(host, back.netdev, dst, route.src):
+        return "loss", 0.0
+    tx, rx = host.netdevs[route.dev].mtu, peer.netdevs[there.netdev].mtu
+    peer_tx, own_rx = peer.netdevs[back_route.dev].mtu, host.netdevs[back.netdev].mtu
+    fits = min(packet, tx) <= min(there.path_mtu, rx) and min(packet, peer_tx) <= min(back.path_mtu, own_rx)
+    if not fits:
+        return "loss", 0.0
+    hops = there.routed + back.routed
+    return "ok", (0.11 if packet < 2000 else 0.19) + 0.01 * hops
+
+
+def roce_failure(a: SimHost, a_dev: str, a_ip: str, b: SimHost, b_dev: str, b_ip: str) -> str | None:
+    """Why QP traffic from the GID (a_dev, a_ip) cannot reach the GID (b_dev, b_ip); None when it can."""
+    try:
+        route = routing.lookup(a, b_ip, src=a_ip, oif=a_dev)
+    except routing.RouteError as exc:
+        return f"{a.name}: route to {b_ip} from {a_ip}: {exc}"
+    there = send(a, route, b_ip)
+    if isinstance(there, str):
+        hop = f"gateway {route.via}" if route.via else b_ip
+        return f"{a.name} {a_dev}: {hop} does not answer ARP on {a_dev}'s segment"
+    if there.host is not b or there.netdev != b_dev:
+        return f"{a.name} {a_dev}: {b_ip} answers on {there.host.name} {there.netdev}, not on the GID's port {b_dev}"
+    return None
