@@ -372,10 +372,15 @@ class WizardApp(AnswersEditing, App[int]):
 
 
 def run_app(
-    state_dir: Path | None = None, *, demo: bool = False, faults: list[str] | None = None, reset: bool = False
+    state_dir: Path | None = None,
+    *,
+    demo: bool = False,
+    faults: list[str] | None = None,
+    reset: bool = False,
+    profile: str | None = None,
 ) -> int:
     """Open the wizard (cli.py calls this when there is a terminal and no --answers)."""
-    engine = EngineLink(state_dir, demo=demo, faults=faults, reset=reset)
+    engine = EngineLink(state_dir, demo=demo, faults=faults, reset=reset, profile=profile)
     _log_asyncio_to(engine.store.logs_dir / "wizard-ui.log")
     app = WizardApp(engine)
     app.run()

@@ -15,7 +15,15 @@ from wizard.answers_io import dump_answers
 from wizard.events import EventBus
 from wizard.executors.ssh import SshTarget
 from wizard.paths import default_state_dir, example_answers
-from wizard.session import Session, check_faults, demo_state_dir, open_session, production_targets, simulated_targets
+from wizard.session import (
+    Session,
+    check_faults,
+    demo_answers,
+    demo_state_dir,
+    open_session,
+    production_targets,
+    simulated_targets,
+)
 from wizard.state import StateStore
 
 ANSWERS_FILE = "answers.yaml"
@@ -25,9 +33,16 @@ class EngineLink:
     """Owns what outlives one action: the answers, the state directory, and (demo) the running lab."""
 
     def __init__(
-        self, state_dir: Path | None, *, demo: bool, faults: list[str] | None = None, reset: bool = False
+        self,
+        state_dir: Path | None,
+        *,
+        demo: bool,
+        faults: list[str] | None = None,
+        reset: bool = False,
+        profile: str | None = None,
     ) -> None:
         self.demo = demo
+        self.profile = profile  # the simulated cluster's shape (--profile rails-16); None: the reference pair
         self.faults = list(faults or [])
         self.password: str | None = None
         self.bus = EventBus()
@@ -44,10 +59,11 @@ class EngineLink:
 
     # -- answers ------------------------------------------------------------------------------------------
     def _initial_answers(self, state_dir: Path | None) -> Answers:
-        """Answers saved with earlier progress, else the reference example (the demo's cluster)."""
+        """Answers saved with earlier progress, else the demo profile's answers (the reference example)."""
         if state_dir is not None and (state_dir / ANSWERS_FILE).exists():
             return parse_answers((state_dir / ANSWERS_FILE).read_text(encoding="utf-8"), str(state_dir / ANSWERS_FILE))
-        return parse_answers(example_answers().read_text(encoding="utf-8"), str(example_answers()))
+        path = demo_answers(self.profile) if self.demo else example_answers()
+        return parse_answers(path.read_text(encoding="utf-8"), str(path))
 
     @property
     def store(self) -> StateStore:
@@ -91,7 +107,7 @@ class EngineLink:
             check_faults(self.answers, self.faults)
             stack = contextlib.AsyncExitStack()
             self._targets = await stack.enter_async_context(
-                simulated_targets(self.answers, self.faults, self.password, self.state_dir)
+                simulated_targets(self.answers, self.faults, self.password, self.state_dir, self.profile)
             )
             self._stack = stack
             self._lab_hosts = self.host_names

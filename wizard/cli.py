@@ -121,8 +121,10 @@ def _main_run(args: argparse.Namespace) -> int:
     headless_only = args.json or args.yes or args.only or args.from_stage or args.verbose
     if args.answers is None and not headless_only and sys.stdin.isatty() and sys.stdout.isatty():
         from screens.app import run_app
+        from wizard.session import check_profile
 
-        return run_app(state_dir=args.state_dir, demo=args.demo, faults=args.fault, reset=args.reset)
+        profile = check_profile(args.profile, args.demo)
+        return run_app(state_dir=args.state_dir, demo=args.demo, faults=args.fault, reset=args.reset, profile=profile)
     if args.answers is None and not args.demo:
         raise UsageError("no terminal for the wizard: give --answers FILE to run headless (or --demo)")
     from wizard.answers import load_answers
