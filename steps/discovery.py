@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from steps import discovery_facts as df
 from steps.discovery_checks import describe_host, discovery_checks, host_differences
 from steps.discovery_links import flap_checks, probe_links
-from steps.discovery_lldp import lldp_cluster_checks, lldp_host_checks, probe_lldp
-from steps.platform_facts import named_endpoints, probe_platform
+from steps.discovery_lldp import LLDPCTL, lldp_cluster_checks, lldp_host_checks, probe_lldp
+from steps.platform_facts import named_endpoints, platform_prefetch, probe_platform
 from wizard.executors.base import SudoRefused
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
@@ -19,11 +20,51 @@ GID_GLOBS = (
 )
 GPU_QUERY = "--query-gpu=index,name,pci.bus_id,memory.total,driver_version"
 
+# The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
+OS_RELEASE = ["cat", "/etc/os-release"]
+UNAME = ["uname", "-r"]
+HOSTNAME = ["hostname"]
+SSH_CONNECTION = ["printenv", "SSH_CONNECTION"]
+SUDO_CHECK = ["true"]
+LSPCI = ["lspci", "-D", "-nn", "-d", "15b3:"]
+# every PCI device's node, not only the ConnectX functions lspci finds: no dependency, so it is in the first batch
+NUMA = "grep -sH . /sys/bus/pci/devices/*/numa_node"
+IP_ADDR = ["ip", "-j", "-d", "addr", "show"]
+RDMA_LINK = ["rdma", "link", "show"]
+GIDS = f"grep -sH . {GID_GLOBS}"
+OFED_INFO = ["ofed_info", "-s"]
+LSMOD = ["lsmod"]
+DPKG = ["dpkg-query", "-W"]
+GPU_LIST = ["nvidia-smi", GPU_QUERY, "--format=csv"]
+GPU_TOPO = ["nvidia-smi", "topo", "-m"]
+PLAIN = (OS_RELEASE, UNAME, HOSTNAME, SSH_CONNECTION, LSPCI, NUMA, IP_ADDR, RDMA_LINK, GIDS, OFED_INFO, LSMOD, DPKG,
+         GPU_LIST, GPU_TOPO)  # fmt: skip
+
+
+def ethtool_argvs(netdev: str) -> list[list[str]]:
+    return [["ethtool", netdev], ["ethtool", "-i", netdev]]
+
 
 class Discovery(Step):
     id = "discovery"
     title = "Discovery"
     summary = "Read OS, ConnectX ports, RDMA devices, GID tables, drivers and GPUs on every host; change nothing."
+    dependent_probes: ClassVar[dict[str, str]] = {
+        "ethtool *": "per netdev of a ConnectX port (ethtool, ethtool -i, ethtool -S), known only once lspci, "
+        "ip and rdma link of this read have answered",
+        "grep -sH . /proc/uptime /sys/class/net/*": "the link counters of the RDMA ports' netdevs, known only once "
+        "lspci, ip and rdma link of this read have answered",
+        "mlxconfig -d *": "per ConnectX card that lspci of this read found",
+        "mstconfig -d *": "per ConnectX card that lspci of this read found, where mlxconfig is not installed",
+        "grep -sH . /sys/bus/pci/devices/*/iommu_group/type": "only where ls /sys/kernel/iommu_groups lists groups",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """Everything but the per-port and per-card reads. nvidia-smi topo -m (run when GPUs are listed) and the
+        platform reads (run when a ConnectX function or GPU is found) are taken on every host: the wizard has
+        nothing to do on a host with neither. lldpctl runs with sudo unless sudo is refused; then the sudo
+        batch is refused too and the probe reads it itself."""
+        return [(c, False) for c in PLAIN] + [(SUDO_CHECK, True), (LLDPCTL, True)] + platform_prefetch()
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         ex = ctx.executor
@@ -45,33 +86,31 @@ class Discovery(Step):
                 return result.stdout
             return ""
 
-        osr = df.try_parse("os_release", await out(["cat", "/etc/os-release"]), notes)
+        osr = df.try_parse("os_release", await out(OS_RELEASE), notes)
         if osr:
             facts.os_id, facts.os_version, facts.os_pretty = osr.id or "", osr.version_id or "", osr.pretty_name or ""
             facts.simulated = (osr.variant_id or "") == "roce-wizard-sim"
-        facts.kernel = (await out(["uname", "-r"])).strip()
-        facts.hostname = (await out(["hostname"])).strip()
-        connection = (await out(["printenv", "SSH_CONNECTION"])).split()
+        facts.kernel = (await out(UNAME)).strip()
+        facts.hostname = (await out(HOSTNAME)).strip()
+        connection = (await out(SSH_CONNECTION)).split()
         facts.ssh_server_address = connection[2] if len(connection) >= 3 else None
         try:
-            await ex.run(["true"], sudo=True)
+            await ex.run(SUDO_CHECK, sudo=True)
         except SudoRefused as exc:
             facts.sudo_ok, facts.sudo_error = False, exc.detail
 
-        lspci = df.try_parse("lspci", await out(["lspci", "-D", "-nn", "-d", "15b3:"]), notes)
+        lspci = df.try_parse("lspci", await out(LSPCI), notes)
         facts.ports = df.ports_from_lspci(lspci, {})
         addresses = [p.pci for p in facts.ports if df.PCI_ADDRESS_RE.match(p.pci)]
         if addresses:
-            numa = df.parse_numa(
-                await out(["grep", "-sH", ".", *(f"/sys/bus/pci/devices/{a}/numa_node" for a in addresses)])
-            )
+            numa = df.parse_numa(await out(NUMA))
             for port in facts.ports:
                 port.numa_node = numa.get(port.pci)
-        interfaces = df.try_parse("ip_json", await out(["ip", "-j", "-d", "addr", "show"]), notes)
-        links = df.try_parse("rdma_link", await out(["rdma", "link", "show"]), notes)
+        interfaces = df.try_parse("ip_json", await out(IP_ADDR), notes)
+        links = df.try_parse("rdma_link", await out(RDMA_LINK), notes)
         facts.other_interfaces = df.link_netdevs(facts.ports, interfaces, links)
         facts.soft_rdma = df.soft_rdma_ports(facts.ports, interfaces, links)
-        gids = df.try_parse("sysfs_gids", await out(f"grep -sH . {GID_GLOBS}"), notes)
+        gids = df.try_parse("sysfs_gids", await out(GIDS), notes)
         df.attach_gids(facts.ports + facts.soft_rdma, gids)
         for port in facts.ports + facts.soft_rdma:
             if port.netdev:
@@ -79,13 +118,13 @@ class Discovery(Step):
         await probe_links(ex, facts.ports, ctx.facts.get("discovery"))  # against the previous discovery's read
         facts.ssh_interface = df.ssh_interface(facts.ssh_server_address, facts.ports, facts.other_interfaces)
 
-        ofed = df.try_parse("ofed_info", await out(["ofed_info", "-s"]), notes)
+        ofed = df.try_parse("ofed_info", await out(OFED_INFO), notes)
         if ofed:
             facts.ofed_stack, facts.ofed_version = ofed.stack, ofed.version
-        modules = df.try_parse("lsmod", await out(["lsmod"]), notes)
+        modules = df.try_parse("lsmod", await out(LSMOD), notes)
         loaded = {m.name for m in modules.modules} if modules else set()
         facts.modules = sorted(loaded & set(df.RELEVANT_MODULES))
-        packages = df.try_parse("dpkg_query", await out(["dpkg-query", "-W"]), notes)
+        packages = df.try_parse("dpkg_query", await out(DPKG), notes)
         if packages:
             facts.packages = {k: v for k, v in packages.packages.items() if k in df.RELEVANT_PACKAGES and v}
             facts.nccl_version = (facts.packages.get("libnccl2") or "").split("-")[0] or None
@@ -95,17 +134,18 @@ class Discovery(Step):
         return facts.model_dump(mode="json")
 
     async def _probe_ethtool(self, port: df.NicPort, out: Any, notes: list[str]) -> None:
-        link = df.try_parse("ethtool", await out(["ethtool", port.netdev]), notes)
+        link_argv, driver_argv = ethtool_argvs(port.netdev or "")
+        link = df.try_parse("ethtool", await out(link_argv), notes)
         if link:
             port.link_detected, port.speed_mbps = link.link_detected, link.speed_mbps
-        driver = df.try_parse("ethtool_i", await out(["ethtool", "-i", port.netdev]), notes)
+        driver = df.try_parse("ethtool_i", await out(driver_argv), notes)
         if driver:
             port.driver, port.firmware = driver.driver, driver.firmware_version
         if port.rdma_device:
             port.link_layer = "Ethernet" if port.gids or port.netdev else None
 
     async def _probe_gpus(self, facts: df.DiscoveryFacts, out: Any, notes: list[str]) -> None:
-        listing = await out(["nvidia-smi", GPU_QUERY, "--format=csv"])
+        listing = await out(GPU_LIST)
         query = df.try_parse("nvidia_smi_query", listing, notes)
         for row in query.rows if query else []:
             memory = (row.get("memory.total [MiB]") or row.get("memory.total") or "").split()[0:1]
@@ -120,7 +160,7 @@ class Discovery(Step):
             facts.gpu_driver = row.get("driver_version") or facts.gpu_driver
         if not facts.gpus:
             return
-        topo = df.try_parse("nvidia_smi_topo", await out(["nvidia-smi", "topo", "-m"]), notes)
+        topo = df.try_parse("nvidia_smi_topo", await out(GPU_TOPO), notes)
         if topo:
             for gpu in facts.gpus:
                 nics = topo.nearest_nics(f"GPU{gpu.index}")

@@ -178,6 +178,10 @@ def carrier_command(netdevs: list[str]) -> list[str]:
     return ["grep", "-sH", ".", "/proc/uptime", *(f"/sys/class/net/{d}/{f}" for d in netdevs for f in CARRIER_FILES)]
 
 
+def ethtool_stats_argv(netdev: str) -> list[str]:
+    return ["ethtool", "-S", netdev]
+
+
 async def read_links(ex: Executor, netdevs: list[str]) -> dict[str, LinkCounters]:
     """Read every port's counters: one grep over sysfs and one ``ethtool -S`` per port (read-only, no sudo)."""
     if not netdevs:
@@ -188,7 +192,7 @@ async def read_links(ex: Executor, netdevs: list[str]) -> dict[str, LinkCounters
     boot_at = time.time() - read.uptime_s if read.uptime_s is not None else None
     found: dict[str, LinkCounters] = {}
     for netdev in netdevs:
-        stats_run = await ex.run(["ethtool", "-S", netdev])
+        stats_run = await ex.run(ethtool_stats_argv(netdev))
         stats = None
         if stats_run.ok:
             try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from steps import discovery_facts as df
 from steps.gpudirect_facts import (
@@ -18,47 +19,94 @@ from steps.gpudirect_facts import (
 )
 from steps.gpudirect_plan import build_plan, host_checks, no_gpu_reason
 from steps.platform_checks import platform_checks
-from steps.platform_facts import PlatformFacts, named_endpoints, probe_platform
+from steps.platform_facts import (
+    IOMMU_TYPES,
+    PlatformFacts,
+    firmware_prefetch,
+    named_endpoints,
+    platform_prefetch,
+    probe_platform,
+)
 from steps.roce_facts import devinfo_ports
 from wizard.executors.base import CommandResult, Executor, ExecutorError
 from wizard.parsers import ParseError, parse
+from wizard.prefetch import read_file_argv
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 PERFTEST_PORT = 18515
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 PERFTEST_SECONDS = 5
 
+# The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
+UNAME = ["uname", "-r"]
+DRIVER = [["modinfo", "-F", "version", "nvidia"], ["modinfo", "-F", "license", "nvidia"]]
+PEERMEM_FILE = ["modinfo", "-F", "filename", "nvidia-peermem"]
+PEERMEM_DEPENDS = ["modinfo", "-F", "depends", "nvidia-peermem"]
+DKMS_PACKAGES = ["dpkg-query", "-W", "-f", DPKG_FORMAT, "nvidia-dkms-*"]
+DKMS_STATUS = ["dkms", "status", "nvidia"]
+LSMOD = ["lsmod"]
+OFED_INFO = ["ofed_info", "-s"]
+DMESG = ["dmesg"]
+TOPOLOGY = [["rdma", "link", "show"], ["ip", "-j", "addr", "show"], ["ibv_devinfo", "-v"], ["nvidia-smi", "topo", "-m"]]
+PERFTEST_HELP = ["ib_write_bw", "--help"]
+
+
+def headers_test(kernel: str) -> list[str]:
+    return ["test", "-e", f"/lib/modules/{kernel}/build"]
+
 
 class GpuDirect(Step):
     id = "gpudirect"
     title = "GPUDirect RDMA"
     summary = "DMA-BUF where supported, nvidia-peermem otherwise; proven in use, not just loaded."
+    dependent_probes: ClassVar[dict[str, str]] = {
+        "mlxconfig -d *": "per ConnectX card; batched for discovery's cards with the tool discovery found",
+        "mstconfig -d *": "per ConnectX card; batched for discovery's cards with the tool discovery found",
+        "grep -sH . /sys/bus/pci/devices/*/iommu_group/type": "only where this read lists IOMMU groups; batched "
+        "when discovery saw them",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """Every fixed read; on a host where discovery found GPUs also the nvidia-peermem build reads (the module
+        ships with the NVIDIA driver), the GPU/NIC topology and the platform reads, with the firmware queries and
+        the IOMMU type read predicted from discovery's platform facts."""
+        disc = df.DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
+        plain = [UNAME, *DRIVER, PEERMEM_FILE, LSMOD, OFED_INFO, read_file_argv(PEERMEM_CONF), PERFTEST_HELP]
+        declared = [(c, False) for c in plain] + [(DMESG, True)]
+        if not disc.gpus:
+            return declared
+        build = [PEERMEM_DEPENDS, DKMS_PACKAGES, DKMS_STATUS, headers_test(disc.kernel)]
+        declared += [(c, False) for c in [*build, *TOPOLOGY]] + platform_prefetch()
+        platform = disc.platform
+        if platform is not None and platform.iommu_groups:
+            declared.append((IOMMU_TYPES, False))
+        return declared + firmware_prefetch(sorted(named_endpoints(disc)[0]), platform and platform.firmware_tool)
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         ex = ctx.executor
         notes: list[str] = []
         disc = df.DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
         facts = GpuDirectFacts(gpus=len(disc.gpus))
-        facts.kernel = (await ex.run(["uname", "-r"])).stdout.strip() or disc.kernel
-        version = await ex.run(["modinfo", "-F", "version", "nvidia"])
-        license_ = await ex.run(["modinfo", "-F", "license", "nvidia"])
+        facts.kernel = (await ex.run(UNAME)).stdout.strip() or disc.kernel
+        version = await ex.run(DRIVER[0])
+        license_ = await ex.run(DRIVER[1])
         if version.ok and license_.ok:
             facts.driver_version, facts.license = version.stdout.strip(), license_.stdout.strip()
-        facts.peermem_available = (await ex.run(["modinfo", "-F", "filename", "nvidia-peermem"])).ok
+        facts.peermem_available = (await ex.run(PEERMEM_FILE)).ok
         if facts.peermem_available:
             await self._probe_build(ex, facts)
-        lsmod = df.try_parse("lsmod", (await ex.run(["lsmod"])).stdout, notes)
+        lsmod = df.try_parse("lsmod", (await ex.run(LSMOD)).stdout, notes)
         loaded = {m.name for m in lsmod.modules} if lsmod else set()
         facts.peermem_loaded, facts.nv_peer_mem_loaded = "nvidia_peermem" in loaded, "nv_peer_mem" in loaded
-        ofed = df.try_parse("ofed_info", (await ex.run(["ofed_info", "-s"])).stdout, notes)
+        ofed = df.try_parse("ofed_info", (await ex.run(OFED_INFO)).stdout, notes)
         # ofed_info -s: "OFED-internal-..." is DOCA-OFED, "MLNX_OFED_LINUX-..." MLNX_OFED; both carry peer memory
         facts.ofed_stack = {"DOCA": "doca", "MLNX_OFED": "mlnx_ofed"}.get(ofed.stack or "") if ofed else None
         facts.peermem_conf = await ex.read_file(PEERMEM_CONF)
-        dmesg = await ex.run(["dmesg"], sudo=True)
+        dmesg = await ex.run(DMESG, sudo=True)
         facts.kernel_log = peermem_kernel_lines(dmesg.stdout)
         if facts.gpus:
             await self._probe_topology(ex, facts, notes)
-        help_text = await ex.run(["ib_write_bw", "--help"])
+        help_text = await ex.run(PERFTEST_HELP)
         usage = help_text.stdout + help_text.stderr
         if help_text.exit_status in (126, 127):  # not installed / not executable: the shell's codes
             facts.perftest_error = help_text.first_error_line()
@@ -73,21 +121,22 @@ class GpuDirect(Step):
 
     async def _probe_build(self, ex: Executor, facts: GpuDirectFacts) -> None:
         """What nvidia-peermem on disk was built against, and the DKMS package that can rebuild it."""
-        depends = await ex.run(["modinfo", "-F", "depends", "nvidia-peermem"])
+        depends = await ex.run(PEERMEM_DEPENDS)
         if depends.ok:
             facts.peermem_depends = [d for d in depends.stdout.strip().split(",") if d]
-        listed = await ex.run(["dpkg-query", "-W", "-f", DPKG_FORMAT, "nvidia-dkms-*"])
+        listed = await ex.run(DKMS_PACKAGES)
         facts.nvidia_dkms_package = installed_dkms_package(listed.stdout)
-        status = await ex.run(["dkms", "status", "nvidia"])
+        status = await ex.run(DKMS_STATUS)
         facts.dkms_status = [line.strip() for line in status.stdout.splitlines() if line.strip()] if status.ok else []
-        facts.kernel_headers = (await ex.run(["test", "-e", f"/lib/modules/{facts.kernel}/build"])).ok
+        facts.kernel_headers = (await ex.run(headers_test(facts.kernel))).ok
 
     async def _probe_topology(self, ex: Executor, facts: GpuDirectFacts, notes: list[str]) -> None:
-        links = df.try_parse("rdma_link", (await ex.run(["rdma", "link", "show"])).stdout, notes)
-        interfaces = df.try_parse("ip_json", (await ex.run(["ip", "-j", "addr", "show"])).stdout, notes)
-        devinfo = devinfo_ports(df.try_parse("ibv_devinfo", (await ex.run(["ibv_devinfo", "-v"])).stdout, notes))
+        link_argv, addr_argv, devinfo_argv, topo_argv = TOPOLOGY
+        links = df.try_parse("rdma_link", (await ex.run(link_argv)).stdout, notes)
+        interfaces = df.try_parse("ip_json", (await ex.run(addr_argv)).stdout, notes)
+        devinfo = devinfo_ports(df.try_parse("ibv_devinfo", (await ex.run(devinfo_argv)).stdout, notes))
         devices = {link.device for link in links.links} if links else set()
-        topo = df.try_parse("nvidia_smi_topo", (await ex.run(["nvidia-smi", "topo", "-m"])).stdout, notes)
+        topo = df.try_parse("nvidia_smi_topo", (await ex.run(topo_argv)).stdout, notes)
         facts.paths = gpu_paths(topo, devices) if topo else []
         for link in links.links if links else []:
             iface = interfaces.get(link.netdev) if interfaces and link.netdev else None

@@ -7,12 +7,13 @@ import json
 import re
 import secrets
 import time
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from steps import inference_bench as bench
 from steps.inference_checks import host_checks, version_consistency
 from steps.inference_choice import endpoint, gpu_topology
-from steps.inference_fabric import read_live
+from steps.inference_fabric import LIVE_READS, read_live
 from steps.inference_layout import Layout, build_layout
 from steps.inference_plan import plan_host, serving_units
 from steps.inference_units import (
@@ -26,10 +27,38 @@ from steps.inference_units import (
     UNIT_DIR,
     venv_bin,
 )
+from wizard.answer_sections import InferenceSection
 from wizard.executors.base import Executor
+from wizard.prefetch import read_file_argv
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 _PACKAGES = ("vllm", "sglang", "ray", "torch")
+# The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
+FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}")
+TOKEN_DIGEST = ["sha256sum", TOKEN_PATH]
+KEY_FILES = (("env", KEY_ENV), ("header", KEY_HEADER))
+GPU_TOPO = ["nvidia-smi", "topo", "-m"]
+VERBS = ("is-active", "is-enabled")
+
+
+def python_version(cfg: InferenceSection) -> list[str]:
+    return [venv_bin(cfg, "python"), "--version"]
+
+
+def pip_list(cfg: InferenceSection) -> list[str]:
+    return [venv_bin(cfg, "python"), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+
+
+def key_mode(path: str) -> list[str]:
+    return ["stat", "-c", "%a %U", path]
+
+
+def unit_state(verb: str, unit: str) -> list[str]:
+    return ["systemctl", verb, unit]
+
+
+def journal(unit: str) -> list[str]:
+    return ["journalctl", "-u", unit, "-n", "12", "--no-pager", "-o", "cat"]
 
 
 class Inference(Step):
@@ -45,6 +74,21 @@ class Inference(Step):
         # facts, state and logs only ever see its SHA-256 as read back from the hosts.
         self.ray_token = secrets.token_hex(32)
 
+    dependent_probes: ClassVar[dict[str, str]] = {
+        "* -m pip list *": "the venv's packages, only when its python answered --version in this read",
+        "journalctl -u *": "the journal of a unit this read found failed or activating",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """Everything but the venv's package list (only once its python runs) and a failed unit's journal."""
+        cfg = ctx.answers.inference
+        if not cfg.enabled:
+            return []
+        plain = [python_version(cfg), *LIVE_READS]
+        sudo = [*map(read_file_argv, FILES), TOKEN_DIGEST, *(key_mode(p) for _, p in KEY_FILES)]
+        plain += [GPU_TOPO, *(unit_state(v, u) for u in (QOS_UNIT, RAY_UNIT, ENGINE_UNIT) for v in VERBS)]
+        return [(c, False) for c in plain] + [(c, True) for c in sudo]
+
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         cfg = ctx.answers.inference
         if not cfg.enabled:
@@ -52,40 +96,38 @@ class Inference(Step):
         ex = ctx.executor
         facts: dict[str, Any] = {"enabled": True, "python": None, "packages": {}, "files": {}, "units": {}}
         facts["probed_at"] = time.time()  # lets plans tell hosts probed in this run from stale ones
-        version = await ex.run([venv_bin(cfg, "python"), "--version"])
+        version = await ex.run(python_version(cfg))
         match = re.search(r"Python (\d+\.\d+(\.\d+)?)", version.stdout + version.stderr)
         if version.ok and match:
             facts["python"] = match.group(1)
-            listing = await ex.run(
-                [venv_bin(cfg, "python"), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
-            )
+            listing = await ex.run(pip_list(cfg))
             facts["packages"] = parse_pip_list(listing.stdout) if listing.ok else {}
         facts["rdma"] = await read_live(ex)
-        for path in (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}"):
+        for path in FILES:
             text = await ex.read_file(path, sudo=True)
             # One trailing newline, like every file this stage writes (transports differ in what they keep).
             facts["files"][path] = text.rstrip("\n") + "\n" if text else text
         # Only a hash of the Ray token is ever read back: its value must not land in logs or facts.
-        digest = await ex.run(["sha256sum", TOKEN_PATH], sudo=True)
+        digest = await ex.run(TOKEN_DIGEST, sudo=True)
         facts["ray_token_sha256"] = digest.stdout.split()[0] if digest.ok and digest.stdout.split() else None
         # Mode and owner of the API key files only: the key itself is never read by the wizard.
         facts["api_key"] = {}
-        for name, path in (("env", KEY_ENV), ("header", KEY_HEADER)):
-            mode = await ex.run(["stat", "-c", "%a %U", path], sudo=True)
+        for name, path in KEY_FILES:
+            mode = await ex.run(key_mode(path), sudo=True)
             facts["api_key"][name] = mode.stdout.strip() if mode.ok else None
-        topo = await ex.run(["nvidia-smi", "topo", "-m"])
+        topo = await ex.run(GPU_TOPO)
         facts["gpu_topology"] = gpu_topology(topo.stdout) if topo.ok else None
         qos = {}
-        for verb in ("is-active", "is-enabled"):
-            qos[verb.removeprefix("is-")] = (await ex.run(["systemctl", verb, QOS_UNIT])).stdout.strip()
+        for verb in VERBS:
+            qos[verb.removeprefix("is-")] = (await ex.run(unit_state(verb, QOS_UNIT))).stdout.strip()
         facts["qos_unit"] = {"active": qos["active"], "enabled": qos["enabled"]}
         for unit in (RAY_UNIT, ENGINE_UNIT):
-            active = (await ex.run(["systemctl", "is-active", unit])).stdout.strip() or "unknown"
-            enabled = (await ex.run(["systemctl", "is-enabled", unit])).stdout.strip() or "not-found"
+            active = (await ex.run(unit_state("is-active", unit))).stdout.strip() or "unknown"
+            enabled = (await ex.run(unit_state("is-enabled", unit))).stdout.strip() or "not-found"
             state: dict[str, Any] = {"active": active, "enabled": enabled}
             if active in ("failed", "activating"):
-                journal = await ex.run(["journalctl", "-u", unit, "-n", "12", "--no-pager", "-o", "cat"], sudo=True)
-                state["journal"] = [line for line in journal.stdout.splitlines() if line.strip()][-8:]
+                lines = (await ex.run(journal(unit), sudo=True)).stdout.splitlines()
+                state["journal"] = [line for line in lines if line.strip()][-8:]
             facts["units"][unit] = state
         return facts
 

@@ -16,6 +16,8 @@ from wizard.parsers import ParseError, parse
 
 # GID values and their types are enough here (the netdev comes from `rdma link`); ndevs would add a third of the reads.
 GID_GLOBS = "/sys/class/infiniband/*/ports/*/gids/* /sys/class/infiniband/*/ports/*/gid_attrs/types/*"
+# read_live's commands, defined once (the inference stage declares them for its batch)
+LIVE_READS = (["rdma", "link", "show"], f"grep -sH . {GID_GLOBS}", ["ip", "-j", "addr", "show"])
 
 
 @dataclass(frozen=True)
@@ -36,10 +38,11 @@ class RocePort:
 
 async def read_live(ex: Executor) -> dict[str, dict[str, Any]]:
     """netdev -> RDMA device, port, state, IPv4 RoCE v2 GID addresses and IPv4 addresses, read now."""
-    links = await ex.run(["rdma", "link", "show"])
+    links_argv, gids_command, addrs_argv = LIVE_READS
+    links = await ex.run(links_argv)
     # grep exits 2 when some GID slots cannot be read (empty slots give EINVAL in sysfs); the rest is still valid.
-    gids = await ex.run(f"grep -sH . {GID_GLOBS}")
-    addrs = await ex.run(["ip", "-j", "addr", "show"])
+    gids = await ex.run(gids_command)
+    addrs = await ex.run(addrs_argv)
     try:
         link_table = parse("rdma_link", links.stdout).links if links.ok else []
         gid_table = parse("sysfs_gids", gids.stdout).entries if gids.exit_status in (0, 2) and gids.stdout else []

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from steps.discovery_facts import DiscoveryFacts
 from steps.nccl_build import SMOKE_SCRIPT, plan_tests
@@ -18,7 +19,7 @@ from steps.nccl_conf import (
 from steps.nccl_env import memlock_check, user_conf_check, user_overrides
 from steps.nccl_facts import NcclFacts, sources_nccl_conf
 from steps.nccl_launch import run_cluster_test
-from steps.nccl_probe import BASHRC, probe_host
+from steps.nccl_probe import BASHRC, DEPENDENT, nccl_prefetch, probe_host
 from steps.nccl_verdict import Expect, bandwidth_causes, perf_checks, rail_ceiling, rail_health, run_checks
 from wizard.executors.base import Executor
 from wizard.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, ProbeContext, Step
@@ -41,6 +42,13 @@ class Nccl(Step):
     id = "nccl"
     title = "NCCL"
     summary = "/etc/nccl.conf from discovered facts, all_reduce_perf across hosts, transport proven from the NCCL log."
+
+    dependent_probes: ClassVar[dict[str, str]] = DEPENDENT
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        disc = ctx.facts.get("discovery") or {}
+        user = ctx.host.user or ctx.answers.ssh.user
+        return list(nccl_prefetch(ctx.answers.nccl, user, "libnccl2" in (disc.get("packages") or {})))
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         facts = await probe_host(ctx.executor, ctx.answers.nccl)

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from steps import network_predict
 from steps.discovery_facts import DiscoveryFacts
 from steps.network_cabling import new_probe_id, probe_host, ring_peer
 from steps.network_checks import host_checks, live_differences
 from steps.network_design import Design, design
-from steps.network_facts import NETPLAN_PATH, SYSCTL_PATH, NetworkFacts, probe_network
+from steps.network_facts import NETPLAN_PATH, NETWORK_PREFETCH, SYSCTL_PATH, NetworkFacts, probe_network
 from steps.network_merge import review_other_files
 from steps.network_notes import fabric_notes, gpu_notes
 from steps.network_render import netplan_yaml, sysctl_conf, wanted_sysctls
@@ -28,6 +29,14 @@ class Network(Step):
     summary = (
         "Per-port rails (or per-card RoCE LAG), MTU 9000 and addressing in netplan; cabling verified port by port."
     )
+    dependent_probes: ClassVar[dict[str, str]] = {
+        f"stat -c * {NETPLAN_PATH}": "the wizard's netplan file's mode, only when this read found the file",
+        "cat -- /*/netplan/*.yaml": "per other netplan file that find of this read listed",
+        "sysctl -e *": "the ARP and rp_filter sysctls of every interface that ip of this read listed",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        return list(NETWORK_PREFETCH)
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         facts = await probe_network(ctx.executor)

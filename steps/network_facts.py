@@ -7,14 +7,32 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from steps.discovery import GID_GLOBS
+from steps.discovery import GIDS, IP_ADDR, RDMA_LINK
 from steps.discovery_facts import try_parse
 from wizard.executors.base import Executor
+from wizard.prefetch import read_file_argv
 
 NETPLAN_PATH = "/etc/netplan/60-roce-wizard.yaml"
 SYSCTL_PATH = "/etc/sysctl.d/60-roce-wizard.conf"
 NETPLAN_DIRS = ("/lib/netplan", "/etc/netplan", "/run/netplan")
 SYSCTL_KEYS = ("arp_ignore", "arp_announce", "rp_filter")
+
+# The probe's read-only commands, defined once: probe_network runs them and NETWORK_PREFETCH declares them.
+DEVINFO = ["ibv_devinfo"]
+FIND_NETPLAN = ["find", *NETPLAN_DIRS, "-maxdepth", "1", "-name", "*.yaml"]
+RENDERERS = ["systemctl", "is-active", "NetworkManager.service", "systemd-networkd.service"]
+RULES = ["ip", "-j", "-4", "rule", "show"]
+ROUTES = ["ip", "-j", "-4", "route", "show", "table", "all"]
+# ibv_devinfo and the GID read run when rdma link lists a link: on every host with an RDMA port, which is every
+# host this stage configures. Not declared: the netplan file's mode (only when it exists), the other netplan
+# files (per file that find lists) and the live sysctls (per interface that ip lists), see Network.dependent_probes.
+NETWORK_PREFETCH: list[tuple[list[str] | str, bool]] = [
+    *((c, False) for c in (IP_ADDR, RDMA_LINK, DEVINFO, GIDS)),
+    (read_file_argv(NETPLAN_PATH), True),
+    (FIND_NETPLAN, True),
+    (read_file_argv(SYSCTL_PATH), True),
+    *((c, False) for c in (RENDERERS, RULES, ROUTES)),
+]
 
 
 class _Model(BaseModel):
@@ -209,16 +227,16 @@ async def probe_network(ex: Executor) -> NetworkFacts:
         result = await ex.run(command, sudo=sudo)
         return result.stdout if result.exit_status in (0, 1, 2) else ""
 
-    facts.interfaces = interfaces_from(try_parse("ip_json", await out(["ip", "-j", "-d", "addr", "show"]), notes))
-    links = try_parse("rdma_link", await out(["rdma", "link", "show"]), notes)
-    devinfo = try_parse("ibv_devinfo", await out(["ibv_devinfo"]), notes) if links else None
-    gids = try_parse("sysfs_gids", await grep(f"grep -sH . {GID_GLOBS}"), notes) if links else None
+    facts.interfaces = interfaces_from(try_parse("ip_json", await out(IP_ADDR), notes))
+    links = try_parse("rdma_link", await out(RDMA_LINK), notes)
+    devinfo = try_parse("ibv_devinfo", await out(DEVINFO), notes) if links else None
+    gids = try_parse("sysfs_gids", await grep(GIDS), notes) if links else None
     facts.rdma = rdma_from(links, devinfo, gids)
     facts.netplan_file = _text(await ex.read_file(NETPLAN_PATH, sudo=True))
     if facts.netplan_file is not None:
         stat = (await out(["stat", "-c", "%a %U:%G", NETPLAN_PATH], sudo=True)).split()
         facts.netplan_mode, facts.netplan_owner = (stat + [None, None])[:2] if stat else (None, None)
-    found = await ex.run(["find", *NETPLAN_DIRS, "-maxdepth", "1", "-name", "*.yaml"], sudo=True)
+    found = await ex.run(FIND_NETPLAN, sudo=True)
     for path in sorted(line.strip() for line in found.stdout.splitlines() if line.strip().endswith(".yaml")):
         if path != NETPLAN_PATH and (content := await ex.read_file(path, sudo=True)) is not None:
             facts.netplan_others[path] = _text(content) or ""
@@ -226,8 +244,8 @@ async def probe_network(ex: Executor) -> NetworkFacts:
     names = [n for n, i in facts.interfaces.items() if i.link_type == "ether" or i.kind == "bond"]
     facts.sysctl_live = parse_sysctl((await ex.run(sysctl_argv(names))).stdout)
     # Which daemon renders netplan here (steps/network_renderer.py): `systemctl is-active` prints one state per unit.
-    states = (await ex.run(["systemctl", "is-active", "NetworkManager.service", "systemd-networkd.service"])).stdout
+    states = (await ex.run(RENDERERS)).stdout
     facts.nm_active, facts.networkd_active = [line.strip() == "active" for line in (states.splitlines() + ["", ""])[:2]]
-    facts.rules = rules_from(_json(await out(["ip", "-j", "-4", "rule", "show"])))
-    facts.routes = routes_from(_json(await out(["ip", "-j", "-4", "route", "show", "table", "all"])))
+    facts.rules = rules_from(_json(await out(RULES)))
+    facts.routes = routes_from(_json(await out(ROUTES)))
     return facts

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from steps import ofed_facts as of
 from steps import ofed_predict
@@ -15,10 +16,36 @@ from steps.platform_checks import firmware_check
 from steps.platform_facts import named_endpoints
 from wizard.executors.base import Executor
 from wizard.predict import Prediction
+from wizard.prefetch import read_file_argv
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 UNINSTALL_SCRIPT = "/usr/sbin/ofed_uninstall.sh"
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
+
+# The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
+ARCH = ["uname", "-m"]
+DPKG = ["dpkg-query", "-W", "-f", DPKG_FORMAT]
+OFED_INFO = ["ofed_info", "-s"]
+DRIVER_VERSION = ["cat", "/sys/module/mlx5_core/version"]
+LSMOD = ["lsmod"]
+RDMA_LINK = ["rdma", "link", "show"]
+RDMA_BY_PCI = ["ls", "-l", "/sys/class/infiniband"]
+DEVINFO = ["ibv_devinfo"]
+TIME_STATES = ["systemctl", "is-active", *of.TIME_UNITS]
+UNINSTALL = ["test", "-x", UNINSTALL_SCRIPT]
+
+
+def headers_test(kernel: str) -> list[str]:
+    return ["test", "-e", f"/lib/modules/{kernel}/build"]
+
+
+def keyring_listing(folder: str) -> list[str]:
+    return ["ls", "-1", folder]
+
+
+def local_repo_tests(path: str) -> list[list[str]]:
+    """``test -d`` and ``test -f`` of the answers' local repository (its listing follows only for a folder)."""
+    return [["test", "-d", path], ["test", "-f", path]]
 
 
 class Ofed(Step):
@@ -28,41 +55,56 @@ class Ofed(Step):
         "Choose and install DOCA-OFED (or MLNX_OFED LTS / inbox rdma-core), RDMA userspace tools, perftest"
         " and time sync."
     )
+    dependent_probes: ClassVar[dict[str, str]] = {
+        "ls -1 *": "the local repository's listing, only when test -d of this read found a folder",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """Every read but the listing of a local repository (only a folder is listed). The build-folder test of
+        discovery's kernel runs only when dpkg-query shows no headers package; it is declared anyway: a test
+        costs nothing in the batch, a miss a round trip."""
+        disc = DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
+        plain: list[Sequence[str]] = [ARCH, DPKG, OFED_INFO, DRIVER_VERSION, LSMOD, RDMA_LINK, RDMA_BY_PCI, DEVINFO]
+        plain += [TIME_STATES, *(read_file_argv(p) for p in MANAGED_FILES), *map(keyring_listing, KEYRING_DIRS)]
+        plain += [UNINSTALL, headers_test(disc.kernel)]
+        if ctx.answers.ofed.source == "local" and ctx.answers.ofed.local_repo:
+            plain += local_repo_tests(ctx.answers.ofed.local_repo)
+        return [(c, False) for c in plain]
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         ex = ctx.executor
         disc = DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
         facts = of.OfedFacts()
         notes = facts.notes
-        facts.arch = (await _out(ex, ["uname", "-m"], notes)).strip()
+        facts.arch = (await _out(ex, ARCH, notes)).strip()
         await self._packages(ex, facts, disc.kernel)
-        ofed = try_parse("ofed_info", await _out(ex, ["ofed_info", "-s"], notes), notes)
+        ofed = try_parse("ofed_info", await _out(ex, OFED_INFO, notes), notes)
         if ofed:
             facts.ofed_stack, facts.ofed_version = ofed.stack, ofed.version
-        facts.driver_version = (await _out(ex, ["cat", "/sys/module/mlx5_core/version"], notes)).strip() or None
-        modules = try_parse("lsmod", await _out(ex, ["lsmod"], notes), notes)
+        facts.driver_version = (await _out(ex, DRIVER_VERSION, notes)).strip() or None
+        modules = try_parse("lsmod", await _out(ex, LSMOD, notes), notes)
         facts.modules = sorted({m.name for m in modules.modules} & set(of.WATCHED_MODULES)) if modules else []
-        links = try_parse("rdma_link", await _out(ex, ["rdma", "link", "show"], notes), notes)
+        links = try_parse("rdma_link", await _out(ex, RDMA_LINK, notes), notes)
         facts.rdma_by_netdev = {ln.netdev: ln.device for ln in links.links if ln.netdev} if links else {}
-        facts.rdma_by_pci = of.parse_rdma_pci(await _out(ex, ["ls", "-l", "/sys/class/infiniband"], notes))
+        facts.rdma_by_pci = of.parse_rdma_pci(await _out(ex, RDMA_BY_PCI, notes))
         await self._ibv_devinfo(ex, facts)
-        states = await _out(ex, ["systemctl", "is-active", *of.TIME_UNITS], notes, any_rc=True)
+        states = await _out(ex, TIME_STATES, notes, any_rc=True)
         facts.services = of.parse_is_active(states, of.TIME_UNITS)
         for path in MANAGED_FILES:
             facts.files[path] = await ex.read_file(path)
         present = set()
         for folder in KEYRING_DIRS:  # a missing /etc/apt/keyrings (apt < 2.4) lists nothing
-            present |= {f"{folder}/{n}" for n in (await _out(ex, ["ls", "-1", folder], notes, any_rc=True)).split()}
+            present |= {f"{folder}/{n}" for n in (await _out(ex, keyring_listing(folder), notes, any_rc=True)).split()}
         facts.keyrings = [k for k in KEYRINGS if k in present]
-        facts.uninstall_script = await _true(ex, ["test", "-x", UNINSTALL_SCRIPT])
-        build_dir = f"/lib/modules/{disc.kernel}/build"
-        facts.kernel_headers = facts.kernel_headers or await _true(ex, ["test", "-e", build_dir])
+        facts.uninstall_script = await _true(ex, UNINSTALL)
+        facts.kernel_headers = facts.kernel_headers or await _true(ex, headers_test(disc.kernel))
         if ctx.answers.ofed.source == "local" and ctx.answers.ofed.local_repo:
             path = ctx.answers.ofed.local_repo
-            is_dir = await _true(ex, ["test", "-d", path])
+            test_dir, test_file = local_repo_tests(path)
+            is_dir = await _true(ex, test_dir)
             facts.local_repo = of.parse_local_repo(
                 path,
-                await _true(ex, ["test", "-f", path]),
+                await _true(ex, test_file),
                 is_dir,
                 await _out(ex, ["ls", "-1", path], notes) if is_dir else "",
             )
@@ -73,7 +115,7 @@ class Ofed(Step):
         return facts.model_dump(mode="json")
 
     async def _packages(self, ex: Executor, facts: of.OfedFacts, kernel: str) -> None:
-        text = await _out(ex, ["dpkg-query", "-W", "-f", DPKG_FORMAT], facts.notes)
+        text = await _out(ex, DPKG, facts.notes)
         installed = {}
         for line in text.splitlines():
             parts = line.split("\t")
@@ -84,7 +126,7 @@ class Ofed(Step):
         facts.kernel_headers = headers in facts.packages
 
     async def _ibv_devinfo(self, ex: Executor, facts: of.OfedFacts) -> None:
-        result = await ex.run(["ibv_devinfo"])
+        result = await ex.run(DEVINFO)
         if result.exit_status == 127:
             facts.ibv_error = "ibv_devinfo: command not found"
             return

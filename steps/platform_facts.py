@@ -17,6 +17,13 @@ from wizard.parsers.pcie import parse_lspci_vvv
 
 BDF_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 FIRMWARE_TOOLS = ("mlxconfig", "mstconfig")  # NVIDIA MFT, or mstflint (installed by DOCA-OFED)
+# Globs over every PCI device, not a list of the endpoints: they do not depend on what lspci and nvidia-smi print,
+# so they go in the host's first batch (wizard/prefetch.py); the probe keeps the endpoints' lines only.
+PCI_PATHS = "readlink -f /sys/bus/pci/devices/*"
+IOMMU_TYPES = "grep -sH . /sys/bus/pci/devices/*/iommu_group/type"
+LSPCI_VVV = ["lspci", "-D", "-vvv"]
+CMDLINE = ["cat", "/proc/cmdline"]
+IOMMU_GROUPS = ["ls", "/sys/kernel/iommu_groups"]
 
 
 class _Model(BaseModel):
@@ -158,35 +165,66 @@ async def probe_platform(ex: Any, nics: dict[str, str], gpus: dict[str, str]) ->
     if not names:
         return facts
     endpoints = sorted(names)
-    links = await ex.run(["readlink", "-f", *(f"/sys/bus/pci/devices/{a}" for a in endpoints)])
-    facts.chains = chains_from_paths(links.stdout)
+    links = await ex.run(PCI_PATHS)
+    chains = chains_from_paths(links.stdout)
+    facts.chains = {a: chains[a] for a in endpoints if a in chains}
     # capabilities (LnkCap/LnkSta, ACSCtl) are readable by root only: lspci prints "<access denied>" otherwise
     try:
-        lspci = await ex.run(["lspci", "-D", "-vvv"], sudo=True)
+        lspci = await ex.run(LSPCI_VVV, sudo=True)
     except SudoRefused:
-        lspci = await ex.run(["lspci", "-D", "-vvv"])
+        lspci = await ex.run(LSPCI_VVV)
     if lspci.ok:
         apply_lspci(facts, lspci.stdout, names)
     else:
         facts.notes.append(f"lspci -vvv: {lspci.first_error_line() or 'failed'}")
-    cmdline = await ex.run(["cat", "/proc/cmdline"])
+    cmdline = await ex.run(CMDLINE)
     facts.cmdline = cmdline.stdout.strip() if cmdline.ok else None
-    groups = await ex.run(["ls", "/sys/kernel/iommu_groups"])
+    groups = await ex.run(IOMMU_GROUPS)
     facts.iommu_groups = len(groups.stdout.split()) if groups.ok else None
     if facts.iommu_groups:
-        types = await ex.run(["grep", "-sH", ".", *(f"/sys/bus/pci/devices/{a}/iommu_group/type" for a in endpoints)])
-        facts.iommu_types = iommu_types(types.stdout)
+        types = iommu_types((await ex.run(IOMMU_TYPES)).stdout)
+        facts.iommu_types = {a: types[a] for a in endpoints if a in types}
     await _probe_firmware(ex, facts, sorted(nics))
     return facts
 
 
+def platform_prefetch() -> list[tuple[list[str] | str, bool]]:
+    """What ``probe_platform`` runs on any host with a ConnectX function or a GPU, whatever they are: lspci -vvv
+    with sudo (a refused sudo batch is skipped and the probe reads it plainly), the kernel command line, the PCI
+    paths and the IOMMU groups. The IOMMU type read (only when groups exist) and the per-card firmware queries
+    are not listed."""
+    return [(LSPCI_VVV, True), (CMDLINE, False), (IOMMU_GROUPS, False), (PCI_PATHS, False)]
+
+
+def firmware_cards(functions: list[str]) -> list[str]:
+    """One PCI function per card (the first), the device a firmware tool is given."""
+    return sorted({f.rsplit(".", 1)[0]: f for f in sorted(functions, reverse=True)}.values())
+
+
+def firmware_argv(tool: str, pci: str) -> list[str]:
+    # -e adds the Default and Current columns: Current is what runs now, Next Boot what comes after a reboot
+    return [tool, "-d", pci, "-e", "q"]
+
+
+def firmware_prefetch(functions: list[str], known_tool: str | None) -> list[tuple[list[str] | str, bool]]:
+    """The firmware queries ``_probe_firmware`` will run, predicted from an earlier read (``known_tool``: the
+    tool that answered then): every card with that tool, after the one mlxconfig query that fails when only
+    mstconfig is there. Unknown: the first mlxconfig query only."""
+    cards = firmware_cards(functions)
+    if not cards:
+        return []
+    if known_tool not in FIRMWARE_TOOLS:
+        return [(firmware_argv(FIRMWARE_TOOLS[0], cards[0]), True)]
+    tried = [] if known_tool == FIRMWARE_TOOLS[0] else [(firmware_argv(FIRMWARE_TOOLS[0], cards[0]), True)]
+    return tried + [(firmware_argv(known_tool, pci), True) for pci in cards]  # type: ignore[arg-type]
+
+
 async def _probe_firmware(ex: Any, facts: PlatformFacts, functions: list[str]) -> None:
-    cards = sorted({f.rsplit(".", 1)[0]: f for f in sorted(functions, reverse=True)}.values())
+    cards = firmware_cards(functions)
     for tool in FIRMWARE_TOOLS:
         for pci in cards:
             try:
-                # -e adds the Default and Current columns: Current is what runs now, Next Boot what comes after a reboot
-                result = await ex.run([tool, "-d", pci, "-e", "q"], sudo=True)
+                result = await ex.run(firmware_argv(tool, pci), sudo=True)
             except SudoRefused as exc:
                 facts.notes.append(f"{tool}: {exc.detail}")
                 return

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, ClassVar
 
 from steps import discovery_facts as df
 from steps.roce_checks import cluster_consistency, host_checks
@@ -33,7 +34,42 @@ from steps.roce_facts import (
 from steps.roce_plan import build_plan
 from wizard.executors.base import CommandResult, Executor
 from wizard.parsers import ParseError, parse
+from wizard.prefetch import read_file_argv
 from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
+
+# The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
+IP_ADDR = ["ip", "-j", "-d", "addr", "show"]
+RDMA_LINK = ["rdma", "link", "show"]
+DEVINFO = ["ibv_devinfo", "-v"]
+TOOLS = ["command", "-v", "mlnx_qos", "dcb", "cma_roce_mode", "cma_roce_tos"]
+UNITS = ["lldpad.service", "lldpad.socket", QOS_UNIT, "openibd.service"]
+UNIT_STATES = ["systemctl", "show", "--property=Id,ActiveState,UnitFileState", *UNITS]
+LLDPAD = ["pgrep", "-x", "lldpad"]
+FILES = (UNIT_PATH, SCRIPT_PATH, TEMPLATE_PATH, UDEV_RULE_PATH)
+# Globs over every netdev / configfs device, read once: they depend on nothing this read finds (the probe keeps
+# the lines of its own ports and devices), so the first batch carries them.
+CM_FILES = ("default_roce_mode", "default_roce_tos")
+CM_CONFIGFS = "grep -sH . " + " ".join(f"{CONFIGFS_CM}/*/ports/1/{f}" for f in CM_FILES)
+
+
+def ecn_files(priority: int) -> list[str]:
+    return [f"roce_np/enable/{priority}", f"roce_rp/enable/{priority}", "roce_np/cnp_dscp", "roce_np/cnp_802p_prio"]
+
+
+def ecn_read(priority: int) -> str:
+    return "grep -sH . " + " ".join(f"/sys/class/net/*/ecn/{r}" for r in ecn_files(priority))
+
+
+def qos_argvs(tool: str, netdev: str) -> list[list[str]]:
+    if tool == "mlnx_qos":
+        return [["mlnx_qos", "-i", netdev]]
+    if tool == "dcb":
+        return [["dcb", "pfc", "show", "dev", netdev, "prio-pfc"], ["dcb", "app", "show", "dev", netdev, "dscp-prio"]]
+    return []
+
+
+def cma_argvs(device: str) -> list[list[str]]:
+    return [["cma_roce_mode", "-d", device, "-p", "1"], ["cma_roce_tos", "-d", device, "-p", "1"]]
 
 
 class Roce(Step):
@@ -43,13 +79,38 @@ class Roce(Step):
         "DSCP trust, PFC on one priority, ECN, RDMA-CM ToS; re-applied at boot and after every driver reload; "
         "checked across hosts."
     )
+    dependent_probes: ClassVar[dict[str, str]] = {
+        "mlnx_qos -i *": "per RoCE port this read finds; batched for discovery's ports when discovery saw mlnx-tools",
+        "dcb * show dev *": "per RoCE port this read finds; batched for discovery's ports when discovery saw no "
+        "mlnx-tools",
+        "cma_roce_* -d *": "per RDMA device this read finds; batched for discovery's devices with mlnx-tools",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """The fixed reads, plus the per-port QoS and per-device RDMA-CM reads predicted from discovery (its ports
+        and whether mlnx-tools is installed): a wrong prediction costs the real ones a round trip, nothing else."""
+        plain = [IP_ADDR, RDMA_LINK, DEVINFO, TOOLS, UNIT_STATES, LLDPAD, *map(read_file_argv, FILES)]
+        declared: list[tuple[Sequence[str] | str, bool]] = [(c, False) for c in plain]
+        disc = df.DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
+        layers = {p.rdma_device: p.link_layer for p in disc.ports if p.rdma_device and p.link_layer}
+        allow = ctx.answers.network.management_changes_allowed(ctx.host.name)
+        targets, _ = roce_targets([p.model_copy() for p in disc.ports], {}, layers, disc.ssh_interface, allow)
+        if not targets:
+            return declared
+        mlnx_tools = "mlnx-tools" in disc.packages
+        declared.append((ecn_read(ctx.answers.roce.priority), True))
+        declared += [(c, True) for port, _, _ in targets for c in qos_argvs("mlnx_qos" if mlnx_tools else "dcb",
+                     port.netdev or "")]  # fmt: skip
+        devices = dict.fromkeys(device for _, device, _ in targets)
+        declared += [(c, True) for d in devices for c in cma_argvs(d)] if mlnx_tools else [(CM_CONFIGFS, True)]
+        return declared
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         ex = ctx.executor
         notes: list[str] = []
         facts = RoceFacts()
         targets, devinfo = await self._targets(ctx, facts, notes)
-        tools = (await ex.run(["command", "-v", "mlnx_qos", "dcb", "cma_roce_mode", "cma_roce_tos"])).stdout
+        tools = (await ex.run(TOOLS)).stdout
         found = {line.rsplit("/", 1)[-1] for line in tools.split()}
         facts.qos_tool = "mlnx_qos" if "mlnx_qos" in found else "dcb" if "dcb" in found else "none"
         facts.cma_tool = {"cma_roce_mode", "cma_roce_tos"} <= found
@@ -60,14 +121,18 @@ class Roce(Step):
             await self._probe_qos(ex, rp, facts.qos_tool)
             facts.ports.append(rp)
         await self._probe_ecn(ex, facts.ports, ctx.answers.roce.priority)
-        for device in dict.fromkeys(p.rdma_device for p in facts.ports):
-            facts.rdma_cm.append(await self._probe_cm(ex, device, facts.cma_tool))
-        units = ["lldpad.service", "lldpad.socket", QOS_UNIT, "openibd.service"]
-        show = await ex.run(["systemctl", "show", "--property=Id,ActiveState,UnitFileState", *units])
+        devices = list(dict.fromkeys(p.rdma_device for p in facts.ports))
+        # inbox (no mlnx-tools): the configfs files of every device, read once
+        configfs = (
+            parse_grep_values((await ex.run(CM_CONFIGFS, sudo=True)).stdout) if devices and not facts.cma_tool else {}
+        )
+        for device in devices:
+            facts.rdma_cm.append(await self._probe_cm(ex, device, facts.cma_tool, configfs))
+        show = await ex.run(UNIT_STATES)
         states = parse_systemctl_show(show.stdout)
-        facts.lldpad, facts.lldpad_socket, facts.unit, openibd = (states.get(u, UnitState()) for u in units)
+        facts.lldpad, facts.lldpad_socket, facts.unit, openibd = (states.get(u, UnitState()) for u in UNITS)
         facts.openibd = openibd.enabled != "not-found"
-        facts.lldpad_running = (await ex.run(["pgrep", "-x", "lldpad"])).exit_status == 0
+        facts.lldpad_running = (await ex.run(LLDPAD)).exit_status == 0
         facts.unit_text = await ex.read_file(UNIT_PATH)
         facts.script_text = await ex.read_file(SCRIPT_PATH)
         facts.template_text = await ex.read_file(TEMPLATE_PATH)
@@ -80,10 +145,10 @@ class Roce(Step):
         ex = ctx.executor
         disc = df.DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
         ports = [df.NicPort(pci=p.pci, device_id=p.device_id, model=p.model) for p in disc.ports]
-        interfaces = df.try_parse("ip_json", (await ex.run(["ip", "-j", "-d", "addr", "show"])).stdout, notes)
-        links = df.try_parse("rdma_link", (await ex.run(["rdma", "link", "show"])).stdout, notes)
+        interfaces = df.try_parse("ip_json", (await ex.run(IP_ADDR)).stdout, notes)
+        links = df.try_parse("rdma_link", (await ex.run(RDMA_LINK)).stdout, notes)
         df.link_netdevs(ports, interfaces, links)
-        devinfo = devinfo_ports(df.try_parse("ibv_devinfo", (await ex.run(["ibv_devinfo", "-v"])).stdout, notes))
+        devinfo = devinfo_ports(df.try_parse("ibv_devinfo", (await ex.run(DEVINFO)).stdout, notes))
         bonds = {i.ifname for i in (interfaces.interfaces if interfaces else []) if i.kind == "bond"}
         all_links = links.links if links else []
         lag = {link.netdev: link.device for link in all_links if link.netdev in bonds}
@@ -104,7 +169,7 @@ class Roce(Step):
     async def _probe_qos(self, ex: Executor, port: RocePort, tool: str) -> None:
         nd = port.netdev
         if tool == "mlnx_qos":
-            result = await ex.run(["mlnx_qos", "-i", nd], sudo=True)
+            result = await ex.run(qos_argvs(tool, nd)[0], sudo=True)
             try:
                 qos = parse("mlnx_qos", result.stdout)
             except ParseError as exc:
@@ -114,8 +179,9 @@ class Roce(Step):
             port.dscp2prio = dict(qos.dscp2prio)  # type: ignore[attr-defined]
             port.qos_warnings = list(qos.warnings)  # type: ignore[attr-defined]
         elif tool == "dcb":
-            pfc = await ex.run(["dcb", "pfc", "show", "dev", nd, "prio-pfc"], sudo=True)
-            app = await ex.run(["dcb", "app", "show", "dev", nd, "dscp-prio"], sudo=True)
+            pfc_argv, app_argv = qos_argvs(tool, nd)
+            pfc = await ex.run(pfc_argv, sudo=True)
+            app = await ex.run(app_argv, sudo=True)
             if not (pfc.ok and app.ok):
                 port.qos_error = _error(pfc if not pfc.ok else app)
                 return
@@ -126,22 +192,22 @@ class Roce(Step):
 
     async def _probe_ecn(self, ex: Executor, ports: list[RocePort], priority: int) -> None:
         """One read of the ECN files of every port; a port without the ecn tree (inbox driver) keeps None."""
-        rel = [f"roce_np/enable/{priority}", f"roce_rp/enable/{priority}", "roce_np/cnp_dscp", "roce_np/cnp_802p_prio"]
-        paths = [f"/sys/class/net/{p.netdev}/ecn/{r}" for p in ports for r in rel]
-        if not paths:
+        rel = ecn_files(priority)
+        if not ports:
             return
-        values = parse_grep_values((await ex.run(["grep", "-sH", ".", *paths], sudo=True)).stdout)
+        values = parse_grep_values((await ex.run(ecn_read(priority), sudo=True)).stdout)
         for port in ports:
             base = f"/sys/class/net/{port.netdev}/ecn"
             found = {r: values[f"{base}/{r}"] for r in rel if f"{base}/{r}" in values}
             if found:
                 port.ecn = {r: int(v) for r, v in found.items() if v.isdigit()}
 
-    async def _probe_cm(self, ex: Executor, device: str, cma_tool: bool) -> RdmaCm:
+    async def _probe_cm(self, ex: Executor, device: str, cma_tool: bool, configfs: dict[str, str]) -> RdmaCm:
         cm = RdmaCm(device=device)
         if cma_tool:
-            mode = await ex.run(["cma_roce_mode", "-d", device, "-p", "1"], sudo=True)
-            tos = await ex.run(["cma_roce_tos", "-d", device, "-p", "1"], sudo=True)
+            mode_argv, tos_argv = cma_argvs(device)
+            mode = await ex.run(mode_argv, sudo=True)
+            tos = await ex.run(tos_argv, sudo=True)
             cm.mode, tos_text = parse_cma_value(mode.stdout), parse_cma_value(tos.stdout)
             cm.tos = int(tos_text) if tos_text and tos_text.isdigit() else None
             if cm.mode is None or cm.tos is None:
@@ -149,12 +215,8 @@ class Roce(Step):
             return cm
         # inbox: no mlnx-tools; read the configfs files if the device directory was ever created
         base = f"{CONFIGFS_CM}/{device}/ports/1"
-        text = (
-            await ex.run(["grep", "-sH", ".", f"{base}/default_roce_mode", f"{base}/default_roce_tos"], sudo=True)
-        ).stdout
-        values = parse_grep_values(text)
-        cm.mode = values.get(f"{base}/default_roce_mode")
-        tos = values.get(f"{base}/default_roce_tos")
+        cm.mode = configfs.get(f"{base}/default_roce_mode")
+        tos = configfs.get(f"{base}/default_roce_tos")
         cm.tos = int(tos) if tos and tos.isdigit() else None
         return cm
 

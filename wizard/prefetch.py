@@ -16,16 +16,24 @@ fresh reading (counters read twice to see them move).
 from __future__ import annotations
 
 import asyncio
+import copy
+import fnmatch
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from wizard.executors.base import CommandResult, Executor, SudoRefused, render_command
+from wizard.executors.base import CommandResult, Executor, ExecutorError, SudoRefused, render_command
 from wizard.state import atomic_write
 
 Probe = tuple[str, bool]  # (rendered command line, run with sudo)
 MAX_LEARNED = 600  # per stage: a bound on what a pathological stage could make every host run
+
+
+def read_file_argv(path: str) -> list[str]:
+    """The command a batch runs for ``read_file(path)`` (what a stage declares to have a file read batched)."""
+    return ["cat", "--", path]
 
 
 class Prefetched:
@@ -38,6 +46,7 @@ class Prefetched:
         self._fetched = dict(fetched)
         self.calls: list[Probe] = []  # every command the probe ran, in order (what the next batch fetches)
         self.misses: list[str] = []  # commands that cost a round trip of their own
+        self.missed_keys: list[Probe] = []  # the same, with their sudo flag (what a dry run asks for)
 
     def __getattr__(self, attr: str) -> Any:
         return getattr(self.inner, attr)
@@ -62,11 +71,12 @@ class Prefetched:
                             on_line(stream, line)
                 return hit
             self.misses.append(key[0])
+            self.missed_keys.append(key)
         return await self.inner.run(argv, sudo=sudo, input=input, timeout_s=timeout_s, on_line=on_line)
 
     async def read_file(self, path: str, *, sudo: bool = False) -> str | None:
         """A batched ``cat`` answers it as SshExecutor.read_file would; anything else is the executor's own read."""
-        key = (render_command(["cat", "--", path]), sudo)
+        key = (render_command(read_file_argv(path)), sudo)
         self.calls.append(key)
         result = self._fetched.pop(key, None)
         if result is not None and result.ok:
@@ -75,6 +85,7 @@ class Prefetched:
             return None
         # not batched, or a failure the executor's own read knows how to report (permissions, a lost link)
         self.misses.append(key[0])
+        self.missed_keys.append(key)
         return await self.inner.read_file(path, sudo=sudo)
 
 
@@ -98,6 +109,84 @@ async def fetch(executor: Executor, probes: Sequence[Probe]) -> dict[Probe, Comm
             raise res
         out.update({(c, sudo): r for c, r in zip(group, res, strict=True)})
     return out
+
+
+def explain_misses(misses: Sequence[str], dependent: Mapping[str, str], *, shown: int = 12) -> str:
+    """The misses grouped by what they depend on (the stage's ``dependent_probes``: pattern -> reason), in the
+    order they ran; a miss no pattern matches is named as undeclared (the engine learns it for the next reads)."""
+    groups: dict[str, list[str]] = {}
+    for command in misses:
+        why = next((w for p, w in dependent.items() if fnmatch.fnmatchcase(command, p)), "not declared by the stage")
+        groups.setdefault(why, []).append(command)
+    parts = []
+    for why, commands in groups.items():
+        more = f" and {len(commands) - shown} more" if len(commands) > shown else ""
+        parts.append(f"{why}: {'; '.join(commands[:shown])}{more}")
+    return " | ".join(parts)
+
+
+class _NotYetFetched:
+    """The host of a dry run: every command it is asked for fails without leaving the control machine."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    async def run(self, argv: Sequence[str] | str, **kwargs: Any) -> CommandResult:
+        return CommandResult(render_command(argv), 255, "", "roce-wizard: not fetched yet (dry run)", 0.0)
+
+    async def read_file(self, path: str, *, sudo: bool = False) -> str | None:
+        return None
+
+    def __getattr__(self, attr: str) -> Any:
+        raise ExecutorError(self.name, f"dry run: {attr} is not available")
+
+
+async def fetch_dependents(
+    executor: Executor,
+    fetched: dict[Probe, CommandResult],
+    probe: Callable[[Any], Awaitable[Any]],
+    *,
+    rounds: int = 2,
+) -> int:
+    """Add to ``fetched`` the commands a probe would run that depend on what it already has: run the probe's code
+    against ``fetched`` with every other command failing locally (a dry run; nothing reaches the host), batch what it
+    asked for, and repeat while it asks for more, at most ``rounds`` times. Returns the number of extra batches.
+
+    Why: per-port and per-card reads (``ethtool <netdev>``, ``mlxconfig -d <pci>``) need the port list from the same
+    read, so they cannot be declared. The dry run costs CPU on the control machine (the probe's parsing runs again),
+    not a round trip per command. A command asked for because a dry-run answer was missing may be a wrong guess;
+    it is only a wasted read, and the real probe still asks the host for anything it did not get."""
+    batches = 0
+    for _ in range(rounds):
+        dry = Prefetched(_NotYetFetched(executor.name), dict(fetched))  # type: ignore[arg-type]
+        try:
+            await probe(dry)
+        except Exception:  # noqa: BLE001 - a dry run that trips over a missing answer still says what it asked for
+            pass
+        wanted = [key for key in dict.fromkeys(dry.missed_keys) if key not in fetched]
+        if not wanted:
+            break
+        fetched.update(await fetch(executor, wanted))
+        batches += 1
+    return batches
+
+
+async def read_stage(step: Any, ctx: Any, log: ProbeLog | None) -> tuple[dict[str, Any], Prefetched]:
+    """A stage's probe on one host (``ctx``: a ProbeContext) in as few round trips as it takes: the declared and
+    learned commands in one batch, what depends on them in another, then the probe answered from both. Returns the
+    facts and the reader (its ``misses`` are what still cost a round trip of their own)."""
+    executor = ctx.executor
+    declared = [(render_command(argv), sudo) for argv, sudo in step.prefetch(ctx)]
+    wanted = declared + (log.learned(step.id) if log is not None else [])
+    fetched = await fetch(executor, wanted) if wanted else {}
+    if fetched:
+        await fetch_dependents(executor, fetched, lambda ex: step.probe(replace(ctx, executor=ex,
+                               facts=copy.deepcopy(ctx.facts))))  # fmt: skip
+    reader = Prefetched(executor, fetched)
+    found = await step.probe(replace(ctx, executor=reader))
+    if log is not None:
+        log.remember(step.id, reader.calls)
+    return found, reader
 
 
 class ProbeLog:

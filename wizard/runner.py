@@ -11,10 +11,10 @@ from typing import Any
 from wizard.answers import Answers
 from wizard.apply import BACKUP_ROOT, Guard, StepFailed, apply_change
 from wizard.events import EventBus
-from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream, render_command
+from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
 from wizard.logs import HostLogs
 from wizard.predict import Prediction, predicted_facts
-from wizard.prefetch import Prefetched, ProbeLog, fetch
+from wizard.prefetch import ProbeLog, explain_misses, read_stage
 from wizard.state import RunRecord, StateStore, now
 from wizard.step import CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
 
@@ -246,16 +246,11 @@ class Runner:
         entry = next(h for h in self.answers.hosts if h.name == host)
         executor, step = self.executors[host], self.steps[stage]
         facts = self.facts.setdefault(host, {})
-        declared = [(render_command(argv), sudo) for argv, sudo in step.prefetch(ProbeContext(entry, executor,
-                    self.answers, facts))]  # fmt: skip
-        wanted = declared + self.probe_log.learned(stage)
-        reader = Prefetched(executor, await fetch(executor, wanted) if wanted else {})
-        found = await step.probe(ProbeContext(entry, reader, self.answers, facts))
-        self.probe_log.remember(stage, reader.calls)
+        found, reader = await read_stage(step, ProbeContext(entry, executor, self.answers, facts), self.probe_log)
         if reader.misses:
-            first = "learned from this read for the next ones" if not wanted else "not in the batch"
-            self.logs.write(host, f"[{stage}] {len(reader.misses)} probe(s) took a round trip of their own "
-                            f"({first}; they depend on earlier output): {'; '.join(reader.misses[:12])}")  # fmt: skip
+            why = explain_misses(reader.misses, step.dependent_probes)
+            self.logs.write(host, f"[{stage}] {len(reader.misses)} probe(s) took a round trip of their own (not in "
+                            f"the batch; learned for the next reads): {why}")  # fmt: skip
         return found
 
     async def _probe(self, stage: str, host: str, outcome: StageOutcome) -> None:

@@ -183,6 +183,10 @@ class Step(ABC):
     id: ClassVar[str]
     title: ClassVar[str]
     summary: ClassVar[str]
+    dependent_probes: ClassVar[dict[str, str]] = {}
+    """Read-only commands ``prefetch`` cannot declare, as fnmatch patterns of the command line -> what they depend
+    on (e.g. ``"ethtool *": "per netdev that lspci found in this read"``): the host log names them with that reason
+    when they cost a round trip of their own."""
 
     @abstractmethod
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:

@@ -79,3 +79,17 @@ def test_a_damaged_probe_log_is_ignored_not_fatal(tmp_path: Path) -> None:
     (tmp_path / "probes").mkdir()
     (tmp_path / "probes" / "roce.json").write_text("{not json")
     assert ProbeLog(tmp_path).learned("roce") == []
+
+
+async def test_a_dry_run_finds_the_commands_that_depend_on_the_first_batch_so_a_fresh_read_is_two_batches() -> None:
+    from wizard.prefetch import fetch_dependents
+
+    host = CountingHost()
+    fetched = await fetch(host, [("uname -r", False)])  # type: ignore[arg-type]  # what a stage can declare
+    extra = await fetch_dependents(host, fetched, probe)  # type: ignore[arg-type]
+    assert extra == 1 and host.execs == 2  # the declared batch, then one batch of what depended on it
+    assert ("ethtool -r", False) in fetched  # its argument came from the first batch's answer
+    reader = Prefetched(host, fetched)  # type: ignore[arg-type]
+    facts = await probe(reader)
+    assert reader.misses == ["read-counter"]  # only the fresh second reading, as the stage wants
+    assert facts["ethtool"] == "out of ethtool -r" and facts["moved"] is True

@@ -1,4 +1,5 @@
-"""Fresh facts for validation: the discovery and roce stages' own read-only probes, run again on every host."""
+"""Fresh facts for validation: the discovery and roce stages' own read-only probes, run again on every host (in
+batches, as the stages run them: wizard/prefetch.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from steps.discovery_facts import DiscoveryFacts, NicPort
 from steps.roce_facts import RoceFacts
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
+from wizard.prefetch import read_stage
 from wizard.step import ProbeContext
 
 
@@ -38,12 +40,12 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
 
     entry = next(h for h in answers.hosts if h.name == name)
     try:
-        disc = await Discovery().probe(ProbeContext(entry, ex, answers, {}))
+        disc, _ = await read_stage(Discovery(), ProbeContext(entry, ex, answers, {}), None)
     except ExecutorError as exc:
         return HostFacts(name, DiscoveryFacts(), error=str(exc))
     facts = HostFacts(name, DiscoveryFacts.model_validate(disc), raw={"discovery": disc})
     try:
-        roce = await Roce().probe(ProbeContext(entry, ex, answers, {"discovery": disc}))
+        roce, _ = await read_stage(Roce(), ProbeContext(entry, ex, answers, {"discovery": disc}), None)
         facts.raw["roce"] = roce
         facts.roce = RoceFacts.model_validate({k: v for k, v in roce.items() if k != "notes"})
     except ExecutorError as exc:
