@@ -2,84 +2,33 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
-from textual.widgets import Button, DataTable, Label, Select, Static
+from textual.widgets import Button, DataTable, Label, Static
 
+from screens.facts_index import PORT_COLUMNS, host_cells, majority, platform_cell, port_cells  # noqa: F401
+from screens.filter_bar import FilterBar
+from screens.fleet import Entry, filtered_rows, leaf_count, stage_progress_line
 from screens.progress import STATUS_MARK
-from steps.discovery_facts import DiscoveryFacts, NicPort
+from screens.vtable import VirtualTable, update_if_changed
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
 
-PORT_COLUMNS = ("netdev", "rdma", "state", "speed", "mtu", "switch/port", "v2 GID", "fw", "numa", "model", "pci")
-
-
-def port_cells(port: NicPort) -> dict[str, str]:
-    """The table's values for one port, as text."""
-    speed = f"{port.speed_mbps // 1000}G" if port.speed_mbps else "?"
-    gid = port.roce_v2_ipv4_gid
-    return {
-        "netdev": port.netdev or "-",
-        "rdma": f"{port.rdma_device}/{port.rdma_port}" if port.rdma_device else "-",
-        "model": port.model,
-        "fw": port.firmware or "?",
-        "speed": speed,
-        "mtu": str(port.mtu or "?"),
-        "switch/port": port.lldp.switch_port if port.lldp else "-",  # LLDP neighbour (lldpd), steps/discovery_lldp.py
-        "state": (port.rdma_state or ("up" if port.link_detected else "down")).lower(),
-        "v2 GID": "-" if gid is None else str(gid),
-        "numa": "-" if port.numa_node is None else str(port.numa_node),
-        "pci": port.pci,
-    }
-
-
-def host_cells(facts: DiscoveryFacts) -> dict[str, str]:
-    return {
-        "OS": facts.os_pretty or f"{facts.os_id} {facts.os_version}",
-        "kernel": facts.kernel,
-        "driver stack": f"{facts.ofed_stack} {facts.ofed_version or ''}".strip()
-        if facts.ofed_stack
-        else ("inbox (the kernel's own mlx5)" if "mlx5_core" in facts.modules else "none"),
-        "RDMA ports": str(len(facts.rdma_ports())),
-        "GPUs": f"{len(facts.gpus)} x {facts.gpus[0].name}" if facts.gpus else "none",
-        "GPU driver": facts.gpu_driver or "-",
-        "SSH arrives on": facts.ssh_interface or "?",
-        "platform": platform_cell(facts),
-    }
-
-
-def platform_cell(facts: DiscoveryFacts) -> str:
-    """IOMMU mode, ACS redirects, PCIe link downgrades and the firmware tool, in one line (details in the checks)."""
-    platform = facts.platform
-    if platform is None:
-        return "not read"
-    types = sorted(set(platform.iommu_types.values()))
-    iommu = "IOMMU off" if not platform.iommu_groups else f"IOMMU {'/'.join(types) or 'on'}"
-    redirecting = [b for b, bridge in platform.bridges.items() if bridge.redirect]
-    acs = f"ACS redirect enabled on {len(redirecting)} PCIe bridge(s)"
-    if platform.caps_readable is False:
-        acs = "ACS unreadable"
-    # An idle GPU lowers its link speed to save power; only its width counts, as in the pcie_links check.
-    slow = [
-        link
-        for link in platform.links
-        if link.sta_width < link.cap_width or (link.kind == "nic" and link.sta_speed < link.cap_speed)
-    ]
-    links = f"{len(slow)} PCIe link(s) downgraded" if slow else "PCIe links at full width/speed"
-    return " · ".join([iommu, acs if redirecting or platform.caps_readable is False else "no ACS redirect", links])
-
-
-def majority(values: list[str]) -> str | None:
-    return Counter(values).most_common(1)[0][0] if values else None
-
 
 class DiscoveryPage(Vertical):
-    """Host picker, the host's facts with the cells that differ from most hosts highlighted, and problems."""
+    """Every host in a filterable list (leaf, ports up, problems), and the highlighted host's facts with the cells
+    that differ from most hosts highlighted, and its problems."""
+
+    DEFAULT_CSS = """
+    DiscoveryPage #disc-hosts { height: auto; max-height: 8; }
+    """
+    drawn = 0
+    _cache: tuple[tuple[int, ...], dict[str, Entry]] | None = None
+    """How many times the host list was redrawn (the scale benchmark waits for it)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -92,8 +41,9 @@ class DiscoveryPage(Vertical):
     def compose(self) -> ComposeResult:
         yield Label("Discovery", id="disc-title", classes="page-title")
         with Horizontal(classes="log-bar"):
-            yield Select([], allow_blank=True, compact=True, id="disc-host", prompt="host")
-            yield Label("  yellow: differs from most hosts · red: a problem · [ ] host", classes="hint")
+            yield FilterBar("/ filter: host, port, switch, check · f · g", id="disc-filter")
+        yield VirtualTable("host", "status", "leaf", "ports", "problems", id="disc-hosts")
+        yield Label("yellow: differs from most hosts · red: a problem · [ ] host · h find a host", classes="hint")
         with VerticalScroll(id="disc-body"):
             yield Static("", id="disc-host-facts")
             table: DataTable[Any] = DataTable(zebra_stripes=True, id="ports", cursor_type="row")
@@ -107,66 +57,94 @@ class DiscoveryPage(Vertical):
         self.query_one(DataTable).add_columns(*PORT_COLUMNS)
         self.refresh_view()
 
-    def facts(self) -> dict[str, DiscoveryFacts]:
-        found = {}
-        store = self.wizard.engine.store
-        for host in self.wizard.engine.host_names:
-            data = store.load_facts(host).get("discovery")
-            if data:
-                try:
-                    found[host] = DiscoveryFacts.model_validate(data)
-                except ValueError:
-                    continue
-        return found
+    def _entries(self) -> dict[str, Entry]:
+        """Per host its row (status, leaf, ports up, problems); rebuilt when the progress or the facts moved."""
+        wizard = self.wizard
+        progress, index = wizard.progress, wizard.facts_index()
+        source = (progress.revision, id(progress), wizard.facts_epoch)
+        if self._cache is not None and self._cache[0] == source:
+            return self._cache[1]
+        entries: dict[str, Entry] = {}
+        for host in progress.hosts:
+            cell = progress.cell("discovery", host)
+            summary = index.summaries.get(host)
+            problems = [c for c in cell.checks if c["status"] in ("fail", "warn")]
+            failed = cell.status == "failed" or cell.fails > 0
+            titles = " ".join(c["title"] for c in problems)
+            ports = f"{len(summary.ports) - summary.ports_down}/{len(summary.ports)} up" if summary else "·"
+            if problems:
+                words = Text(f"{len(problems)}: {problems[0]['title']}", style="bold red" if failed else "yellow")
+            else:
+                words = Text(cell.reason if cell.status == "failed" else "", style="bold red")
+            status = Text(f"{STATUS_MARK.get(cell.status, '?')} {cell.status}", style="bold red" if failed else "")
+            row = [host, status, (summary.leaf if summary else None) or "·", ports, words]
+            haystack = f"{host} {summary.search if summary else ''} {titles}".lower()
+            entries[host] = Entry(row, failed, haystack)
+        self._cache = (source, entries)
+        return entries
 
     def refresh_view(self) -> None:
         progress = self.wizard.progress
         status = progress.stage_status("discovery")
         title = self.query_one("#disc-title", Label)
-        title.update(f"{STATUS_MARK.get(status, '')} Discovery  ·  {status}")
-        title.set_classes(f"page-title st-{status}")
-        all_facts = self.facts()
-        select = self.query_one(Select)
-        hosts = self.wizard.engine.host_names
-        if [o for o in hosts] != getattr(self, "_hosts", None):
-            self._hosts = hosts
-            select.set_options([(h, h) for h in hosts])
-        if self.host not in hosts:
-            self.host = hosts[0] if hosts else None
-        if self.host and select.value != self.host:
-            select.value = self.host
-        self._show(all_facts)
+        line = stage_progress_line(progress, "discovery").split(": ", 1)[1]
+        update_if_changed(title, f"{STATUS_MARK.get(status, '')} Discovery  ·  {line}")
+        if not title.has_class(f"st-{status}"):
+            title.set_classes(f"page-title st-{status}")
+        bar = self.query_one(FilterBar)
+        rows, keys, headers, shown = filtered_rows(
+            self._entries(),
+            bar.filter,
+            bar.grouped,
+            self.wizard.facts_index().leaf,
+            lambda leaf, hosts, failed: [f"▸ {leaf}", leaf_count(hosts, failed)],
+        )
+        table = self.query_one("#disc-hosts", VirtualTable)
+        table.set_rows(rows, keys, headers)
+        self.query_one(FilterBar).show_count(shown, len(progress.hosts))
+        listed = [k for k in keys if k is not None]
+        if self.host not in listed:  # the filter hid it: show what the list shows
+            self.host = listed[0] if listed else (progress.hosts[0] if progress.hosts else None)
+        if self.host in table.keys and table.cursor_key != self.host:
+            table.move_cursor(table.keys.index(self.host), announce=False)
+        self._show()
+        self.drawn += 1
 
-    def _show(self, all_facts: dict[str, DiscoveryFacts]) -> None:
-        table = self.query_one(DataTable)
+    def _show(self) -> None:
+        table = self.query_one("#ports", DataTable)
         table.clear()
-        facts = all_facts.get(self.host or "")
+        index = self.wizard.facts_index()
+        facts = index.full(self.host or "")
         summary = self.query_one("#disc-host-facts", Static)
         if facts is None:
-            summary.update(
-                Text("No facts yet for this host: press a to discover (reads only, changes nothing).", style="dim")
+            update_if_changed(
+                summary,
+                Text("No facts yet for this host: press a to discover (reads only, changes nothing).", style="dim"),
             )
-            self.query_one("#disc-gpus", Static).update("")
+            update_if_changed(self.query_one("#disc-gpus", Static), "")
             self._problems()
             return
-        others = list(all_facts.values())
+        several = len(index.summaries) > 1
+        common_cells = index.majority_cells()
         text = Text()
-        host_values = [host_cells(f) for f in others]
+        text.append(f"{'host':>15}: ", style="dim")
+        text.append(f"{self.host}\n", style="bold")
         for key, value in host_cells(facts).items():
-            common = majority([v[key] for v in host_values])
-            style = "bold yellow" if len(others) > 1 and value != common else ""
+            common = common_cells.get(key)
+            style = "bold yellow" if several and value != common else ""
             text.append(f"{key:>15}: ", style="dim")
             text.append(value + (f"  (most hosts: {common})" if style else "") + "\n", style=style)
-        summary.update(text)
-        rails = [[port_cells(p) for p in f.rdma_ports()] for f in others]
-        for index, port in enumerate(facts.rdma_ports()):
+        update_if_changed(summary, text)
+        rails = index.majority_ports()
+        for number, port in enumerate(facts.rdma_ports()):
             cells = port_cells(port)
+            common_port = rails[number] if number < len(rails) else {}
+            peers = index.rail_peers(number)
             row = []
             for column in PORT_COLUMNS:
                 value = cells[column]
-                peers = [r[index][column] for r in rails if index < len(r)]
                 style = ""
-                if column in ("model", "fw", "speed", "mtu") and len(peers) > 1 and value != majority(peers):
+                if column in ("model", "fw", "speed", "mtu") and peers > 1 and value != common_port.get(column):
                     style = "bold yellow"
                 if column == "state" and value not in ("active", "up"):
                     style = "bold red"
@@ -179,7 +157,7 @@ class DiscoveryPage(Vertical):
         for gpu in facts.gpus:
             gpus.append(f"GPU {gpu.index} {gpu.name}", style="bold")
             gpus.append(f"  nearest NIC: {', '.join(gpu.nearest_nics) or '?'}\n")
-        self.query_one("#disc-gpus", Static).update(gpus)
+        update_if_changed(self.query_one("#disc-gpus", Static), gpus)
         self._problems()
 
     def _problems(self) -> None:
@@ -194,20 +172,37 @@ class DiscoveryPage(Vertical):
                     text.append(f"   fix: {item['fix']}\n", style="italic")
         if cell.status == "failed" and not text:
             text.append(f"✘ {cell.reason}\n", style="bold red")
-        self.query_one("#disc-problems", Static).update(text)
+        update_if_changed(self.query_one("#disc-problems", Static), text)
+
+    def show_host(self, host: str) -> None:
+        """Show ``host`` (from [ / ], the list or the host picker; a filter that hides it is cleared)."""
+        table = self.query_one("#disc-hosts", VirtualTable)
+        if host not in table.keys:
+            self.query_one(FilterBar).clear()
+            self.host = host
+            self.refresh_view()
+            return
+        self.host = host
+        if table.cursor_key != host:
+            table.move_cursor(table.keys.index(host), announce=False)
+        self._show()
+        self.drawn += 1
 
     def step_host(self, delta: int) -> None:
-        hosts = self.wizard.engine.host_names
-        if hosts:
-            index = hosts.index(self.host) if self.host in hosts else 0
-            self.host = hosts[(index + delta) % len(hosts)]
-            self.refresh_view()
+        """The next or previous host of the list as filtered."""
+        listed = [k for k in self.query_one("#disc-hosts", VirtualTable).keys if k is not None]
+        if listed:
+            index = listed.index(self.host) if self.host in listed else (-1 if delta > 0 else 0)
+            self.show_host(str(listed[(index + delta) % len(listed)]))
 
-    def on_select_changed(self, event: Select.Changed) -> None:
+    def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
         event.stop()
-        if isinstance(event.value, str) and event.value != self.host:
-            self.host = event.value
-            self.refresh_view()
+        if event.key is not None and event.key != self.host:
+            self.show_host(str(event.key))
+
+    def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:
+        event.stop()
+        self.refresh_view()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()

@@ -107,7 +107,7 @@ class EngineLink:
             check_faults(self.answers, self.faults)
             stack = contextlib.AsyncExitStack()
             self._targets = await stack.enter_async_context(
-                simulated_targets(self.answers, self.faults, self.password, self.state_dir, self.profile)
+                simulated_targets(self.answers, self.faults, self.password, self.state_dir, self.profile or "reference")
             )
             self._stack = stack
             self._lab_hosts = self.host_names

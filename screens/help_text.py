@@ -17,6 +17,10 @@ KEYS = """
 | u | roll the stage back: put back the files it replaced, remove those it created (shows the commands first) |
 | 1-5 | plan, checks, logs, answers, help tabs |
 | [ / ] | previous / next host in the log pane |
+| h | find a host by name (type part of it) and show it on this page |
+| / | filter the list: host, address, port, switch, check or evidence words (all must match) |
+| f | failed only (hosts, discovery, a stage's plan / checks / logs, summary) |
+| g | group by leaf switch (rail 0's LLDP neighbour; hosts, discovery, summary) |
 | L | open the full log of the shown host |
 | ctrl+s | save the answers file for headless replay |
 | B | (summary) bandwidth test between the hosts, per rail |

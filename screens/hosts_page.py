@@ -8,9 +8,12 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Button, DataTable, Input, Label, Static
+from textual.widgets import Button, Input, Label, Static
 
+from screens.filter_bar import FilterBar
+from screens.fleet import Entry, filtered_rows, host_failed, leaf_count
 from screens.inventory_dialog import AskInventory, InventoryChoice, read_inventory
+from screens.vtable import VirtualTable, update_if_changed
 from wizard.errors import UsageError
 
 if TYPE_CHECKING:
@@ -29,6 +32,9 @@ class HostsPage(Vertical):
     """Hosts to bring up, and whether each one answers, logs in and runs sudo."""
 
     BINDINGS = [Binding("i", "import_inventory", "Import inventory")]
+    drawn = 0
+    _cache: tuple[tuple[int, ...], dict[str, Entry]] | None = None
+    """How many times the table was rebuilt (the scale benchmark waits for it)."""
 
     @property
     def wizard(self) -> WizardApp:
@@ -41,8 +47,8 @@ class HostsPage(Vertical):
             "accept the key and run sudo.",
             classes="page-summary",
         )
-        table: DataTable[Any] = DataTable(cursor_type="row", zebra_stripes=True, id="hosts-table")
-        yield table
+        yield FilterBar("/ filter: host, address, leaf · f failed · g leaf", id="hosts-filter")
+        yield VirtualTable("name", "leaf", "ssh", "reach", "auth", "sudo", "OS", id="hosts-table")
         yield Static("", id="host-problem", classes="field-error hidden")
         yield Label("Add or edit: name · address · port · user · key  (enter saves)", classes="hint form-hint")
         with Horizontal(classes="host-form"):
@@ -60,37 +66,79 @@ class HostsPage(Vertical):
             yield Button("Test (t)", id="test", variant="primary", compact=True)
 
     def on_mount(self) -> None:
-        self.query_one(DataTable).add_columns("name", "ssh", "reach", "auth", "sudo", "OS")
         self.refresh_view()
 
-    def refresh_view(self) -> None:
-        engine = self.wizard.engine
-        table = self.query_one(DataTable)
-        table.clear()
-        reports = self.wizard.conn_reports
+    def _entries(self) -> dict[str, Entry]:
+        """Per host its row; rebuilt when hosts, connection reports, progress or facts changed, not on a filter key."""
+        wizard = self.wizard
+        engine, progress, reports = wizard.engine, wizard.progress, wizard.conn_reports
+        source = (id(engine.answers), id(reports), progress.revision, id(progress), wizard.facts_epoch)
+        if self._cache is not None and self._cache[0] == source:
+            return self._cache[1]
+        leaf_of = wizard.facts_index().leaf
+        entries: dict[str, Entry] = {}
         for host in engine.answers.hosts:
             report = reports.get(host.name)
-            label = Text(host.name + (" [sim]" if host.name in self.wizard.progress.simulated_hosts else ""))
-            table.add_row(
+            ssh = f"{host.user or engine.answers.ssh.user}@{host.address}:{host.port or engine.answers.ssh.port}"
+            failed = (report is not None and not report.ok) or host_failed(progress, host.name, progress.stages)
+            leaf = leaf_of(host.name) or ""
+            label = Text(host.name + (" [sim]" if host.name in progress.simulated_hosts else ""))
+            if failed:
+                label.stylize("bold red")
+            row = [
                 label,
-                f"{host.user or engine.answers.ssh.user}@{host.address}:{host.port or engine.answers.ssh.port}",
+                leaf or "·",
+                ssh,
                 _yes_no(report.reachable if report else None),
                 _yes_no(report.authenticated if report else None),
                 _yes_no(report.sudo if report else None),
-                (report.os if report else "") or "",
-                key=host.name,
-            )
+                (report.os if report else "") or "",  # last: a narrow terminal cuts it, not the verdicts
+            ]
+            entries[host.name] = Entry(row, failed, f"{host.name} {ssh} {leaf}".lower())
+        self._cache = (source, entries)
+        return entries
+
+    def refresh_view(self) -> None:
+        engine = self.wizard.engine
+        bar = self.query_one(FilterBar)
+        rows, keys, headers, shown = filtered_rows(
+            self._entries(),
+            bar.filter,
+            bar.grouped,
+            self.wizard.facts_index().leaf,
+            lambda leaf, hosts, failed: [f"▸ {leaf}", "", leaf_count(hosts, failed)],
+        )
+        self.query_one(VirtualTable).set_rows(rows, keys, headers)
+        self.query_one(FilterBar).show_count(shown, len(engine.answers.hosts))
+        reports = self.wizard.conn_reports
         problems = [f"{r.host}: {r.problem}" for r in reports.values() if r.problem]
         problem = self.query_one("#host-problem", Static)
-        problem.update("\n".join(problems))
+        update_if_changed(
+            problem, "\n".join(problems[:20]) + (f"\n… and {len(problems) - 20} more" if len(problems) > 20 else "")
+        )
         problem.display = bool(problems)
         self.query_one("#h-key", Input).value = engine.answers.ssh.identity_file or ""
+        self.drawn += 1
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:
         event.stop()
-        hosts = self.wizard.engine.answers.hosts
-        if 0 <= event.cursor_row < len(hosts):
-            host = hosts[event.cursor_row]
+        self.refresh_view()
+
+    def show_host(self, host: str) -> None:
+        """The host picker chose ``host``: put the cursor on it (clearing a filter that hides it)."""
+        table = self.query_one(VirtualTable)
+        if host not in table.keys:
+            self.query_one(FilterBar).clear()
+            self.refresh_view()
+        if host in table.keys:
+            table.move_cursor(table.keys.index(host))
+            table.focus()
+
+    def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
+        event.stop()
+        hosts = {h.name: h for h in self.wizard.engine.answers.hosts}
+        host = hosts.get(str(event.key)) if event.key is not None else None
+        if host is not None:
             values = {
                 "name": host.name,
                 "address": host.address,

@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections import deque
 
 DEFAULT_KEEP = 2000
+TOTAL_KEEP = 200_000
+"""Lines kept over all hosts: 1,000 hosts keep 200 lines each (about 25 MiB), not 2,000 (the full logs are on disk)."""
+MIN_KEEP = 100
 
 
 class LogBuffers:
@@ -16,7 +19,7 @@ class LogBuffers:
     """
 
     def __init__(self, keep: int = DEFAULT_KEEP) -> None:
-        self.keep = keep
+        self.keep = self.base_keep = keep
         self.lines: dict[str, deque[str]] = {}
         self._pending: dict[str, list[str]] = {}
         self.ingested = 0
@@ -30,6 +33,13 @@ class LogBuffers:
         """Lines added since the last drain, per host (at most ``keep`` per host)."""
         pending, self._pending = self._pending, {}
         return {host: lines[-self.keep :] for host, lines in pending.items()}
+
+    def set_host_count(self, hosts: int) -> None:
+        """Fewer lines per host when there are many hosts, so the total stays near TOTAL_KEEP."""
+        keep = min(self.base_keep, max(MIN_KEEP, TOTAL_KEEP // max(1, hosts)))
+        if keep != self.keep:
+            self.keep = keep
+            self.lines = {host: deque(lines, maxlen=keep) for host, lines in self.lines.items()}
 
     def tail(self, host: str) -> list[str]:
         return list(self.lines.get(host, ()))

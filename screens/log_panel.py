@@ -32,15 +32,25 @@ class LogPanel(Vertical):
             yield Label("  [ ] other host · L full log", classes="hint")
         yield Log(max_lines=MAX_LINES, id="log")
 
-    def set_hosts(self, hosts: list[str]) -> None:
+    def set_hosts(self, hosts: list[str], *, keep_host: bool = False) -> None:
+        """The hosts [ and ] step through (a filtered list); ``keep_host`` keeps the shown one when it is listed."""
+        if hosts == self.hosts and (keep_host or self.host == (hosts[0] if hosts else None)):
+            return
         self.hosts = list(hosts)
         select = self.query_one(Select)
         select.set_options([(h, h) for h in hosts])
+        if keep_host and self.host in hosts:
+            select.value = self.host
+            return
         self.show_host(hosts[0] if hosts else None)
 
     def show_host(self, host: str | None) -> None:
         self.host = host
         select = self.query_one(Select)
+        if host is not None and host not in self.hosts:
+            # Picked from the search: shown even when the filter hides it from [ / ].
+            self.hosts = [*self.hosts, host]
+            select.set_options([(h, h) for h in self.hosts])
         if host is not None and select.value != host:
             select.value = host
         log = self.query_one(Log)
@@ -57,7 +67,8 @@ class LogPanel(Vertical):
     def ingest(self, batch: dict[str, list[str]]) -> None:
         """New lines per host; only the shown host's lines touch the screen."""
         if self.host in batch:
-            self.query_one(Log).write_lines(batch[self.host])
+            for log in self.query(Log):  # none while the pane is being taken down
+                log.write_lines(batch[self.host])
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()

@@ -13,6 +13,7 @@ from textual.widget import Widget
 from textual.widgets import ContentSwitcher, Footer, Header, Label
 
 from screens.discovery_page import DiscoveryPage
+from screens.filter_bar import FilterBar
 from screens.hosts_page import HostsPage
 from screens.log_panel import LogPanel
 from screens.sidebar import Sidebar
@@ -43,6 +44,10 @@ class MainScreen(Screen[None]):
         Binding("right_square_bracket", "host(1)", "Next host", show=False),
         Binding("left_square_bracket", "host(-1)", "Previous host", show=False),
         Binding("escape", "leave_field", "Leave field", show=False),
+        Binding("h", "find_host", "Find host"),
+        Binding("f", "failed_only", "Failed only", show=False),
+        Binding("slash", "filter", "Filter", show=False),
+        Binding("g", "group", "Group by leaf", show=False),
         *[Binding(str(i + 1), f"tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
     ]
 
@@ -117,6 +122,8 @@ class MainScreen(Screen[None]):
                 panel.ingest(batch)
 
     def set_hosts(self, hosts: list[str]) -> None:
+        self.wizard.buffers.set_host_count(len(hosts))
+        self.wizard.facts_epoch += 1
         for panel in self.query(LogPanel):
             panel.set_hosts(hosts)
         self.refresh_all()
@@ -136,6 +143,10 @@ class MainScreen(Screen[None]):
             return self.page == "summary" and importlib.util.find_spec("screens.bwtest") is not None
         if action in ("tab",):
             return isinstance(self.current(), StagePage)
+        if action in ("failed_only", "filter"):
+            return bool(self.current().query(FilterBar))
+        if action == "group":
+            return isinstance(self.current(), HostsPage | DiscoveryPage | SummaryPage)
         return True
 
     def action_go(self, delta: int) -> None:
@@ -169,6 +180,38 @@ class MainScreen(Screen[None]):
             page.query_one(LogPanel).step_host(delta)
         elif isinstance(page, DiscoveryPage):
             page.step_host(delta)
+
+    def _filter_bar(self) -> FilterBar | None:
+        bars = self.current().query(FilterBar)
+        return bars.first() if bars else None
+
+    def action_failed_only(self) -> None:
+        bar = self._filter_bar()
+        if bar is not None:
+            bar.toggle_failed()
+
+    def action_filter(self) -> None:
+        bar = self._filter_bar()
+        if bar is not None:
+            bar.focus_text()
+
+    def action_group(self) -> None:
+        bar = self._filter_bar()
+        if bar is None:
+            return
+        if bar.toggle_grouped() and not any(s.leaf for s in self.wizard.facts_index().summaries.values()):
+            self.notify("no leaf known yet: discovery reads it from rail 0's LLDP neighbour", timeout=4)
+
+    def action_find_host(self) -> None:
+        """Search the hosts by name (substring or fuzzy) and show the chosen one on this page."""
+        from screens.palette import host_finder
+
+        self.app.push_screen(host_finder())
+
+    def pick_host(self, host: str) -> None:
+        page = self.current()
+        if hasattr(page, "show_host"):
+            page.show_host(host)
 
     def action_full_log(self) -> None:
         page = self.current()

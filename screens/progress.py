@@ -33,6 +33,13 @@ class Cell:
     checks: list[dict[str, Any]] = field(default_factory=list)
     plan: dict[str, Any] | None = None
     summary: list[str] = field(default_factory=list)
+    fails: int = 0
+    """Failed checks among ``checks`` (kept as they arrive: a filter asks it of 1,000 hosts on every redraw)."""
+
+    @property
+    def failed(self) -> bool:
+        """Failed, waiting for the operator, or with a failed check."""
+        return self.status == "failed" or (self.status == "pending" and bool(self.reason)) or self.fails > 0
 
 
 class Progress:
@@ -44,15 +51,22 @@ class Progress:
         self.cells: dict[tuple[str, str], Cell] = {}
         self.simulated_hosts: set[str] = set()
         self.current_change: dict[str, str] = {}
+        self.revision = 0
+        """Bumped on every change: views that are costly to rebuild skip the rebuild when it has not moved."""
 
     def cell(self, stage: str, host: str) -> Cell:
-        return self.cells.setdefault((stage, host), Cell())
+        found = self.cells.get((stage, host))  # no throwaway Cell per lookup: pages look up 7,000 per redraw
+        if found is None:
+            found = self.cells[(stage, host)] = Cell()
+        return found
 
     def set_hosts(self, hosts: list[str]) -> None:
         self.hosts = list(hosts)
+        self.revision += 1
 
     def load_saved(self, saved: dict[str, dict[str, StageProgress]], checks: dict[tuple[str, str], list]) -> None:
         """Start from what the state directory says (resume)."""
+        self.revision += 1
         for host, row in saved.items():
             for stage, progress in row.items():
                 cell = self.cell(stage, host)
@@ -61,17 +75,20 @@ class Progress:
                 cell.checks = [
                     c.model_dump() if hasattr(c, "model_dump") else dict(c) for c in checks.get((stage, host), [])
                 ]
+                cell.fails = sum(1 for c in cell.checks if c.get("status") == "fail")
 
     def apply(self, event: Event) -> str | None:
         """Record one event; returns the stage it concerns (None when it concerns none)."""
         d = event.data
         stage, host = d.get("stage"), d.get("host")
+        self.revision += 1
         if event.kind == "host_simulated" and host:
             self.simulated_hosts.add(host)
             return None
         if event.kind == "stage_started" and stage:
             for h in self.hosts:
-                self.cell(stage, h).checks = []
+                cell = self.cell(stage, h)
+                cell.checks, cell.fails = [], 0
             return stage
         if not stage or not host:
             return None
@@ -85,6 +102,7 @@ class Progress:
             cell.plan = {k: v for k, v in d.items() if k not in ("stage", "host")}
         elif event.kind == "check":
             cell.checks.append({k: v for k, v in d.items() if k not in ("stage", "host")})
+            cell.fails += d.get("status") == "fail"
         elif event.kind == "summary":
             cell.summary = list(d.get("lines", []))
         elif event.kind == "change_started":
@@ -93,20 +111,23 @@ class Progress:
 
     def stage_status(self, stage: str) -> str:
         """One word for a stage across hosts: failed beats running beats waiting beats pending."""
-        statuses = [self.cell(stage, h).status for h in self.hosts]
-        if not statuses:
+        if not self.hosts:
             return "pending"
+        seen: set[str] = set()
+        waiting = False
+        for h in self.hosts:
+            cell = self.cell(stage, h)
+            seen.add(cell.status)
+            waiting = waiting or (cell.status == "pending" and bool(cell.reason))
         for word in ("running", "failed"):
-            if word in statuses:
+            if word in seen:
                 return word
-        if "pending" in statuses and any(
-            self.cell(stage, h).reason for h in self.hosts if self.cell(stage, h).status == "pending"
-        ):
+        if waiting:
             return "waiting"
-        if all(s == "done" for s in statuses):
+        if seen == {"done"}:
             return "done"
-        if all(s in ("done", "skipped") for s in statuses):
-            return "skipped" if all(s == "skipped" for s in statuses) else "done"
+        if seen <= {"done", "skipped"}:
+            return "skipped" if seen == {"skipped"} else "done"
         return "pending"
 
     def counts(self, stage: str) -> dict[str, int]:

@@ -6,6 +6,7 @@ from textual.message import Message
 from textual.widgets import Label, ListItem, ListView
 
 from screens.progress import STATUS_MARK, Progress
+from screens.vtable import update_if_changed
 
 
 class Sidebar(ListView):
@@ -30,15 +31,17 @@ class Sidebar(ListView):
         """Refresh every stage's mark from the progress (hosts: the last connection test, if any)."""
         hosts = self.query_one("#mark-hosts", Label)
         hosts_status = "pending" if hosts_ok is None else "done" if hosts_ok else "failed"
-        hosts.update(f"{STATUS_MARK[hosts_status] if hosts_ok is not None else ' '} Hosts")
-        hosts.set_classes(f"st-{hosts_status}")
+        update_if_changed(hosts, f"{STATUS_MARK[hosts_status] if hosts_ok is not None else ' '} Hosts")
+        if not hosts.has_class(f"st-{hosts_status}"):
+            hosts.set_classes(f"st-{hosts_status}")
         verified = bool(progress.hosts) and all(progress.stage_status(s) == "done" for s in progress.stages)
-        self.query_one("#mark-summary", Label).update(f"{STATUS_MARK['done'] if verified else ' '} Summary")
+        update_if_changed(self.query_one("#mark-summary", Label), f"{STATUS_MARK['done'] if verified else ' '} Summary")
         for stage in progress.stages:
             status = progress.stage_status(stage)
             label = self.query_one(f"#mark-{stage}", Label)
-            label.update(f"{STATUS_MARK.get(status, ' ')} {titles[stage]}")
-            label.set_classes(f"st-{status}")
+            update_if_changed(label, f"{STATUS_MARK.get(status, ' ')} {titles[stage]}")
+            if not label.has_class(f"st-{status}"):
+                label.set_classes(f"st-{status}")
 
     def select_page(self, page: str) -> None:
         ids = [pid for pid, _ in self.pages]

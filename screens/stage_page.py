@@ -10,11 +10,14 @@ from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Label, Markdown, Static, TabbedContent, TabPane
 
 from screens.checklist import Checklist
+from screens.filter_bar import FilterBar
+from screens.fleet import HostFilter, stage_progress_line
 from screens.form import SectionForm
 from screens.help_text import help_markdown
 from screens.log_panel import LogPanel
 from screens.plan_view import PlanView
 from screens.progress import STATUS_MARK
+from screens.vtable import update_if_changed
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -39,6 +42,7 @@ class StagePage(Vertical):
     def compose(self) -> ComposeResult:
         yield Label("", id="stage-title", classes="page-title")
         yield Static(self.summary, classes="page-summary")
+        yield FilterBar("/ filter: host, check, evidence · f failed", id="stage-filter")
         with TabbedContent(id="stage-tabs"):
             with TabPane("Plan 1", id="tab-plan"):
                 yield PlanView(id="plan")
@@ -63,19 +67,62 @@ class StagePage(Vertical):
     def on_mount(self) -> None:
         self.refresh_view()
 
+    drawn = 0
+    """How many times the shown tab was redrawn (the scale benchmark waits for it)."""
+
+    @property
+    def filter(self) -> HostFilter:
+        return self.query_one(FilterBar).filter
+
+    def _failed_hosts(self) -> set[str]:
+        progress = self.wizard.progress
+        return {h for h in progress.hosts if progress.cell(self.stage, h).status == "failed"}
+
     def refresh_view(self) -> None:
-        """Redraw title, plan and checklist from the app's progress and plans."""
+        """Redraw the title and the tab shown (the others are redrawn when they are opened)."""
         progress = self.wizard.progress
         status = progress.stage_status(self.stage)
-        counts = ", ".join(f"{n} {word}" for word, n in sorted(progress.counts(self.stage).items()))
         title = self.query_one("#stage-title", Label)
-        title.update(f"{STATUS_MARK.get(status, '')} {self.title}  ·  {status}  ({counts})")
-        title.set_classes(f"page-title st-{status}")
-        plans: dict[str, Any] = {}
-        for host in progress.hosts:
-            plans[host] = self.wizard.plans.get(self.stage, {}).get(host) or progress.cell(self.stage, host).plan
-        self.query_one(PlanView).show(progress.hosts, plans)
-        self.query_one(Checklist).show(progress, [self.stage])
+        line = stage_progress_line(progress, self.stage).split(": ", 1)[1]
+        update_if_changed(title, f"{STATUS_MARK.get(status, '')} {self.title}  ·  {line}")
+        if not title.has_class(f"st-{status}"):
+            title.set_classes(f"page-title st-{status}")
+        tab = self.query_one(TabbedContent).active
+        flt = self.filter
+        if tab == "tab-plan":
+            plans: dict[str, Any] = {}
+            stage_plans = self.wizard.plans.get(self.stage, {})
+            for host in progress.hosts:
+                plans[host] = stage_plans.get(host) or progress.cell(self.stage, host).plan
+            view = self.query_one(PlanView)
+            view.show(progress.hosts, plans, flt, self._failed_hosts())
+            self.query_one(FilterBar).show_count(sum(len(g.hosts) for g in view.groups), len(progress.hosts))
+        elif tab == "tab-checks":
+            checklist = self.query_one(Checklist)
+            checklist.show(progress, [self.stage], flt=flt)
+            self.query_one(FilterBar).show_count(checklist.shown, checklist.total, "checks")
+        elif tab == "tab-logs":
+            failed = self._failed_hosts()
+            hosts = [h for h in progress.hosts if flt.matches(h.lower(), h in failed)]
+            self.query_one(LogPanel).set_hosts(hosts, keep_host=True)
+            self.query_one(FilterBar).show_count(len(hosts), len(progress.hosts))
+        self.drawn += 1
+
+    def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:
+        event.stop()
+        self.refresh_view()
+
+    def on_tabbed_content_tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        event.stop()
+        if self.is_mounted:
+            self.refresh_view()
+
+    def show_host(self, host: str) -> None:
+        """The host picker chose ``host``: its log, and the plan and checks narrowed to it."""
+        self.query_one(FilterBar).set_text(host)
+        if self.query_one(TabbedContent).active not in ("tab-plan", "tab-checks", "tab-logs"):
+            self.show_tab("logs")
+        self.query_one(LogPanel).show_host(host)
 
     def show_tab(self, name: str) -> None:
         for tabs in self.query(TabbedContent):

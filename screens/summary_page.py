@@ -7,10 +7,13 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widgets import DataTable, Label, Static
+from textual.widgets import Label, Static
 
 from screens.checklist import Checklist
+from screens.filter_bar import FilterBar
+from screens.fleet import Entry, filtered_rows, leaf_count, stage_counts, stage_progress_line
 from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
+from screens.vtable import VirtualTable, update_if_changed
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -23,10 +26,19 @@ STATUS_STYLE = {
     "pending": "",
     "waiting": "yellow",
 }
+STATUS_TEXT = {status: Text(f"  {STATUS_MARK[status]}", style=style) for status, style in STATUS_STYLE.items()}
 
 
 class SummaryPage(Vertical):
     """A host x stage grid, the failed and warned checks with their evidence, and the log location."""
+
+    DEFAULT_CSS = """
+    SummaryPage #sum-progress { height: auto; color: $text-muted; }
+    SummaryPage #sum-checks { min-height: 6; }
+    """
+    drawn = 0
+    """How many times the grid was redrawn (the scale benchmark waits for it)."""
+    _cache: tuple[tuple[int, int, int], dict[str, Entry]] | None = None
 
     @property
     def wizard(self) -> WizardApp:
@@ -34,8 +46,10 @@ class SummaryPage(Vertical):
 
     def compose(self) -> ComposeResult:
         yield Label("Summary", id="sum-title", classes="page-title")
-        grid: DataTable[Any] = DataTable(cursor_type="none", id="grid")
-        yield grid
+        yield Static("", id="sum-progress")
+        yield FilterBar("/ filter: host, leaf, check · f failed · g leaf", id="sum-filter")
+        stages = [SHORT_STAGE.get(s, s) for s in self.wizard.progress.stages]
+        yield VirtualTable("host", *stages, id="grid")
         yield Static(LEGEND, classes="hint")
         yield Static("", id="sum-verdict")
         yield Static("", id="sum-endpoints")
@@ -43,42 +57,84 @@ class SummaryPage(Vertical):
         yield Static("", id="sum-logs", classes="hint")
 
     def on_mount(self) -> None:
-        self.query_one("#grid", DataTable).add_columns(
-            "host", *[SHORT_STAGE.get(s, s) for s in self.wizard.progress.stages]
-        )
         self.refresh_view()
+
+    def on_resize(self) -> None:
+        """The grid gets at most half the page: at 80x24 with hundreds of hosts the failed checks keep their rows."""
+        self.query_one("#grid", VirtualTable).styles.max_height = max(4, min(10, self.size.height // 3))
+
+    def _entries(self) -> dict[str, Entry]:
+        """Per host its grid row; rebuilt only when the progress or the facts moved, not on a filter key."""
+        wizard = self.wizard
+        progress = wizard.progress
+        source = (progress.revision, id(progress), wizard.facts_epoch)
+        if self._cache is not None and self._cache[0] == source:
+            return self._cache[1]
+        leaf_of = wizard.facts_index().leaf
+        cells = progress.cells
+        entries: dict[str, Entry] = {}
+        for host in progress.hosts:
+            row: list[Any] = [host + (" [sim]" if host in progress.simulated_hosts else "")]
+            failed = False
+            for stage in progress.stages:
+                cell = cells.get((stage, host)) or progress.cell(stage, host)
+                status = "waiting" if cell.status == "pending" and cell.reason else cell.status
+                row.append(STATUS_TEXT.get(status) or Text(f"  {status}"))
+                failed = failed or cell.failed
+            entries[host] = Entry(row, failed, f"{host} {leaf_of(host) or ''}".lower())
+        self._cache = (source, entries)
+        return entries
 
     def refresh_view(self) -> None:
         progress = self.wizard.progress
-        grid = self.query_one("#grid", DataTable)
-        grid.clear()
-        for host in progress.hosts:
-            cells: list[Any] = [host + (" [sim]" if host in progress.simulated_hosts else "")]
-            for stage in progress.stages:
-                cell = progress.cell(stage, host)
-                status = "waiting" if cell.status == "pending" and cell.reason else cell.status
-                cells.append(Text(f"  {STATUS_MARK.get(status, '?')}", style=STATUS_STYLE.get(status, "")))
-            grid.add_row(*cells)
+        bar = self.query_one(FilterBar)
+        rows, keys, headers, shown = filtered_rows(
+            self._entries(),
+            bar.filter,
+            bar.grouped,
+            self.wizard.facts_index().leaf,
+            lambda leaf, hosts, failed: [f"▸ {leaf} ({leaf_count(hosts, failed)})"],
+        )
+        self.query_one("#grid", VirtualTable).set_rows(rows, keys, headers)
+        bar.show_count(shown, len(progress.hosts))
+        started = []
+        for stage in progress.stages:
+            counts = stage_counts(progress, stage)
+            if set(counts) != {"pending"}:
+                started.append(stage_progress_line(progress, stage))
+        update_if_changed(self.query_one("#sum-progress", Static), "\n".join(started))
+        self.query_one("#sum-progress", Static).display = bool(started)
         failures = progress.failures()
         verified = all(progress.stage_status(s) in ("done",) for s in progress.stages)
         verdict = self.query_one("#sum-verdict", Static)
         if verified and progress.hosts:
-            verdict.update(Text("✔ every stage is verified on every host", style="bold green"))
+            update_if_changed(verdict, Text("✔ every stage is verified on every host", style="bold green"))
         elif failures:
-            verdict.update(
-                Text(f"✘ {len(failures)} stage(s) on hosts need attention; failed checks below", style="bold red")
+            update_if_changed(
+                verdict,
+                Text(f"✘ {len(failures)} stage(s) on hosts need attention; failed checks below", style="bold red"),
             )
         else:
-            verdict.update(Text("not finished: some stages are still pending or skipped", style="yellow"))
+            update_if_changed(verdict, Text("not finished: some stages are still pending or skipped", style="yellow"))
         endpoints = self._endpoints()
         shown = self.query_one("#sum-endpoints", Static)
-        shown.update(endpoints)
+        update_if_changed(shown, endpoints)
         shown.display = bool(endpoints.plain)
-        self.query_one(Checklist).show(progress, progress.stages, only_problems=True)
+        self.query_one(Checklist).show(progress, progress.stages, only_problems=True, flt=bar.filter)
+        self.drawn += 1
         logs = self.wizard.engine.store.logs_dir
-        self.query_one("#sum-logs", Static).update(
-            f"full logs: {logs}/<host>.log  (L opens one) · answers: ctrl+s saves {self.wizard.engine.answers_path}"
+        update_if_changed(
+            self.query_one("#sum-logs", Static),
+            f"full logs: {logs}/<host>.log  (L opens one) · answers: ctrl+s saves {self.wizard.engine.answers_path}",
         )
+
+    def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:
+        event.stop()
+        self.refresh_view()
+
+    def show_host(self, host: str) -> None:
+        """The host picker chose ``host``: its row and its failed checks only."""
+        self.query_one(FilterBar).set_text(host)
 
     def _endpoints(self) -> Text:
         """The serving endpoints the inference stage verified (one per replica, or the group's head)."""

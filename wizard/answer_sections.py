@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from wizard.validators import Hostname, InterfaceName, ModelId, Subnet, TcpPort
+from wizard.validators import HostAddress, Hostname, InterfaceName, ModelId, Subnet, TcpPort
 
 
 class Section(BaseModel):
@@ -318,3 +318,52 @@ class InferenceSection(Section):
             return str(ipaddress.ip_address(value))
         except ValueError:
             raise ValueError(f"{value!r} is not an IP address to bind to (e.g. 0.0.0.0 or 127.0.0.1)") from None
+
+
+def split_jump(text: str) -> tuple[str | None, str, int | None]:
+    """``[user@]host[:port]`` (ssh -J and ProxyJump syntax; an IPv6 address with a port is written ``[addr]:port``)
+    as (user, host, port); ValueError with the reason when it is not one."""
+    user, at, rest = text.strip().rpartition("@")
+    port: str | None = None
+    if rest.startswith("["):
+        host, bracket, tail = rest[1:].partition("]")
+        if not bracket or (tail and not tail.startswith(":")):
+            raise ValueError(f"{text!r}: write an IPv6 address with a port as [address]:port")
+        port = tail[1:] or None
+    elif rest.count(":") == 1:
+        host, _, port = rest.partition(":")
+    else:
+        host = rest  # a bare IPv6 address has several colons and no port
+    if not host or (at and not user) or any(c.isspace() for c in text.strip()):
+        raise ValueError(f"{text!r} is not [user@]host[:port]")
+    if port is not None and not (port.isdigit() and 1 <= int(port) <= 65535):
+        raise ValueError(f"{text!r}: port {port!r} is not a number from 1 to 65535")
+    return user or None, host, int(port) if port is not None else None
+
+
+class JumpHost(Section):
+    """A bastion (jump host): the wizard keeps one SSH connection to it and opens each host's SSH connection as a
+    channel tunnelled inside it, as ``ssh -J`` does. Written ``[user@]address[:port]`` (``ops@10.0.0.1:2222``) or
+    as a mapping of the keys below. What is not given comes from ~/.ssh/config's entry for the address (HostName,
+    Port, User, IdentityFile, and its own ProxyJump), then from ssh.user and ssh.identity_file, then port 22. Its host
+    key is checked against the same known_hosts as the hosts' (ssh.known_hosts), under ssh.accept_new_host_keys."""
+
+    address: HostAddress
+    """Bastion address or DNS name, or a Host alias of ~/.ssh/config."""
+    port: TcpPort | None = None
+    """SSH port of the bastion. Default: ~/.ssh/config's Port for it, else 22."""
+    user: str | None = Field(default=None, pattern=r"^[a-z_][a-z0-9_.-]{0,31}$")
+    """Login user on the bastion. Default: ~/.ssh/config's User for it, else ssh.user."""
+    identity_file: str | None = None
+    """Private key for the bastion (path only; never the key). Default: ~/.ssh/config's IdentityFile for it, else
+    ssh.identity_file, else the agent and the usual key files."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: object) -> object:
+        if not isinstance(data, str):
+            return data
+        if "," in data:
+            raise ValueError(f"{data!r}: one bastion here; a chain of bastions goes in ~/.ssh/config (ProxyJump a,b)")
+        user, host, port = split_jump(data)
+        return {"address": host, **({"port": port} if port else {}), **({"user": user} if user else {})}

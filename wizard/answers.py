@@ -15,6 +15,7 @@ from wizard.answer_sections import (
     DiscoverySection,
     GpuDirectSection,
     InferenceSection,
+    JumpHost,
     NcclSection,
     NetworkSection,
     OfedSection,
@@ -67,6 +68,11 @@ class SshSection(_Model):
     """How many hosts are worked on at once."""
     sudo: Literal["nopasswd", "password"] = "nopasswd"
     """password: read it from $ROCE_WIZARD_SUDO_PASSWORD or prompt once; never stored or logged."""
+    jump_host: JumpHost | None = None
+    """Bastion every host is reached through: `[user@]address[:port]` or a mapping (address, port, user,
+    identity_file). One SSH connection to it carries the hosts' connections as tunnelled channels (a new one per
+    256 hosts), with keepalives, and is reopened when it drops. Default: none, or the ProxyJump that ~/.ssh/config
+    gives a host's address (chains `a,b` too)."""
 
 
 class HostEntry(_Model):
@@ -87,6 +93,9 @@ class HostEntry(_Model):
     """Login user; default ssh.user."""
     identity_file: str | None = None
     """Private key file for this host (path only; never the key). Default: ssh.identity_file."""
+    jump_host: Literal["none"] | JumpHost | None = Field(default=None, union_mode="left_to_right")
+    """Bastion for this host, as ssh.jump_host; `none` connects directly even where ssh.jump_host or ~/.ssh/config
+    name one. Default: ssh.jump_host."""
     host_id: int | None = Field(default=None, ge=1, le=65534)
     """Host part of this host's address in every rail and bond subnet (rail address = subnet + host_id). Default:
     the next number counting from 1 in list order, skipping any number that is a rail gateway's host part, so no

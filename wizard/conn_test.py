@@ -27,7 +27,7 @@ class ConnectionReport:
     sudo: bool = False
     os: str = ""
     problem: str = ""
-    seconds: float = 0.0  # how long the test of this host took (connect, login, two commands)
+    seconds: float = 0.0  # how long the test of this host took (connect, login, the read)
 
     @property
     def ok(self) -> bool:
@@ -41,14 +41,39 @@ def _os_name(os_release: str) -> str:
     return "unknown"
 
 
+# Both read-only commands of the test; an executor that can batch runs them in one exec (one SSH channel, one round
+# trip per host after login), each still logged as its own command.
+OS_RELEASE = ["cat", "/etc/os-release"]
+SUDO_PROBE = ["sudo", "-n", "true"]
+READ_TIMEOUT_S = 30.0
+
+
+async def _read(executor: Executor) -> tuple[str, bool]:
+    """The host's os-release and whether ``sudo -n true`` passed: one exec where the executor batches."""
+    run_batch = getattr(executor, "run_batch", None)
+    if run_batch is None:  # a test double: the two commands one by one, sudo through the executor's own proof
+        os_release = (await executor.run(OS_RELEASE, timeout_s=20)).stdout
+        await executor.ensure_sudo()
+        return os_release, True
+    os_release, sudo = await run_batch([OS_RELEASE, SUDO_PROBE], timeout_s=READ_TIMEOUT_S)
+    return os_release.stdout, sudo.ok
+
+
 async def check_host(executor: Executor) -> ConnectionReport:
-    """Connect, read /etc/os-release and run ``true`` through sudo; never changes anything."""
+    """Connect, read /etc/os-release and run ``true`` through sudo; never changes anything.
+
+    After login this is one exec per host. Only where ``sudo -n true`` fails does the executor's own sudo proof
+    run (``ensure_sudo``): it repeats ``sudo -n true`` to word the refusal as every stage words it, and with
+    ``ssh.sudo: password`` it then needs an exec of its own (``sudo -S``, the password on stdin, never in a script).
+    """
     report = ConnectionReport(executor.name)
     try:
         await executor.connect()
         report.reachable = report.authenticated = True
-        report.os = _os_name((await executor.run(["cat", "/etc/os-release"], timeout_s=20)).stdout)
-        await executor.ensure_sudo()  # sudo -n true (or the password, once): the same proof every stage relies on
+        os_release, sudo_ok = await _read(executor)
+        report.os = _os_name(os_release)
+        if not sudo_ok:
+            await executor.ensure_sudo()  # raises SudoRefused naming the fix, or proves the password works
         report.sudo = True
     except (AuthenticationFailed, HostKeyRejected) as exc:
         report.reachable = True

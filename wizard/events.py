@@ -2,10 +2,22 @@
 
 from __future__ import annotations
 
+import time as _time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+
+_second: list[Any] = [-1, ""]  # the last whole second and its ISO text: an event per output line adds up
+
+
+def utc_now_ms() -> str:
+    """``datetime.now(UTC).isoformat(timespec="milliseconds")``, with the date and time formatted once a second."""
+    now = _time.time()
+    whole = int(now)
+    if whole != _second[0]:
+        _second[:] = [whole, datetime.fromtimestamp(whole, UTC).strftime("%Y-%m-%dT%H:%M:%S")]
+    return f"{_second[1]}.{int((now - whole) * 1000):03d}+00:00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -14,7 +26,7 @@ class Event:
 
     kind: str
     data: dict[str, Any] = field(default_factory=dict)
-    time: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="milliseconds"))
+    time: str = field(default_factory=utc_now_ms)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {"event": self.kind, "time": self.time, **self.data}

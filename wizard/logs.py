@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+import time
 from pathlib import Path
 from typing import IO
 
@@ -26,12 +26,20 @@ class Redactor:
 
 
 class HostLogs:
-    """Appends to ``logs/<host>.log``; files are opened lazily and kept open for the run."""
+    """Appends to ``logs/<host>.log``; files are opened lazily and kept open for the run.
+
+    Each command's end and every message is flushed at once; output lines are flushed once per event-loop turn
+    (a batch of probes delivers thousands of lines in one turn: a write(2) per line cost more than the SSH work).
+    """
 
     def __init__(self, folder: Path, redact: Redactor) -> None:
         self.folder = folder
         self.redact = redact
         self._files: dict[str, IO[str]] = {}
+        self._unflushed: set[str] = set()
+        self._flush_on: object = None  # the loop a flush is scheduled on
+        self._stamp_second = -1
+        self._stamp_text = ""
 
     def path(self, host: str) -> Path:
         return self.folder / f"{host}.log"
@@ -40,20 +48,32 @@ class HostLogs:
         handle = self._files.get(host)
         if handle is None:
             self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle = self.path(host).open("a", encoding="utf-8", buffering=1)
+            handle = self.path(host).open("a", encoding="utf-8")
             self.path(host).chmod(0o600)
             self._files[host] = handle
         return handle
 
+    def _stamp(self) -> str:
+        second = int(time.time())
+        if second != self._stamp_second:  # strftime once a second, not once a line
+            self._stamp_second, self._stamp_text = second, time.strftime("%H:%M:%S", time.gmtime(second))
+        return self._stamp_text
+
+    def _append(self, host: str, text: str) -> IO[str]:
+        handle = self._file(host)
+        handle.write(f"{self._stamp()} {self.redact(text)}\n")
+        return handle
+
     def write(self, host: str, text: str) -> None:
-        stamp = datetime.now(UTC).strftime("%H:%M:%S")
-        self._file(host).write(f"{stamp} {self.redact(text)}\n")
+        self._append(host, text).flush()
 
     def command(self, host: str, command: str) -> None:
-        self.write(host, f"$ {command}")
+        self._append(host, f"$ {command}")
+        self._flush_soon(host)
 
     def line(self, host: str, stream: Stream, line: str) -> None:
-        self.write(host, ("  | " if stream == "stdout" else "  ! ") + line)
+        self._append(host, ("  | " if stream == "stdout" else "  ! ") + line)
+        self._flush_soon(host)
 
     def finished(self, host: str, result: CommandResult | None, error: str | None) -> None:
         if result is not None:
@@ -61,7 +81,29 @@ class HostLogs:
         else:
             self.write(host, f"  = failed: {error}")
 
+    def _flush_soon(self, host: str) -> None:
+        import asyncio  # already loaded whenever a loop runs; not at import time (start-up of --help)
+
+        self._unflushed.add(host)
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a direct call): nothing would flush later
+            self._flush()
+            return
+        if self._flush_on is not loop:  # one flush per turn; a loop that ended before flushing is not waited for
+            self._flush_on = loop
+            loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_on = None
+        for host in self._unflushed:
+            handle = self._files.get(host)
+            if handle is not None:
+                handle.flush()
+        self._unflushed.clear()
+
     def close(self) -> None:
+        self._unflushed.clear()
         for handle in self._files.values():
             handle.close()
         self._files.clear()

@@ -6,13 +6,14 @@ import contextlib
 import getpass
 import os
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from wizard.answers import SUDO_PASSWORD_ENV, Answers
 from wizard.errors import UsageError, WizardError
 from wizard.events import EventBus
+from wizard.executors.jump import Jump, Jumps, JumpSettings
 from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.logs import HostLogs, Redactor
 from wizard.paths import default_state_dir
@@ -65,6 +66,7 @@ class Session:
     async def close(self) -> None:
         for executor in self.executors.values():
             await executor.close()
+        await close_jumps(executor.target for executor in self.executors.values())
         self.logs.close()
 
 
@@ -80,8 +82,15 @@ def sudo_password(answers: Answers, *, interactive: bool) -> str | None:
     raise WizardError(f"ssh.sudo is 'password' but ${SUDO_PASSWORD_ENV} is not set and there is no terminal to prompt")
 
 
-def production_targets(answers: Answers, password: str | None) -> dict[str, SshTarget]:
+def production_targets(answers: Answers, password: str | None, *, jumps: bool = True) -> dict[str, SshTarget]:
+    """Targets of the answers' hosts; ``jumps``: resolve bastions (ssh.jump_host, a host's jump_host, else the
+    ProxyJump ~/.ssh/config gives its address), hosts behind one bastion sharing its connection."""
     ssh = answers.ssh
+    bastions = Jumps(
+        JumpSettings(ssh.known_hosts, ssh.accept_new_host_keys, ssh.connect_timeout_s, ssh.keepalive_interval_s),
+        default_user=ssh.user,
+        default_identity=ssh.identity_file,
+    )
     return {
         host.name: SshTarget(
             name=host.name,
@@ -95,9 +104,30 @@ def production_targets(answers: Answers, password: str | None) -> dict[str, SshT
             keepalive_interval_s=ssh.keepalive_interval_s,
             command_timeout_s=ssh.command_timeout_s,
             sudo_password=password,
+            jump=bastions.for_host(
+                host.jump_host if host.jump_host is not None else ssh.jump_host,
+                host.address,
+                host.port or ssh.port,
+                host.user or ssh.user,
+            )
+            if jumps
+            else None,
         )
         for host in answers.hosts
     }
+
+
+async def close_jumps(targets: Iterable[SshTarget]) -> None:
+    """Close the bastion connections of ``targets`` (after their hosts' connections), last hops of chains first."""
+    seen: dict[int, Jump] = {}
+    for target in targets:
+        jump = target.jump
+        while jump is not None:
+            seen.setdefault(id(jump), jump)
+            jump = jump.via
+    for jump in sorted(seen.values(), key=lambda j: -j.depth()):
+        with contextlib.suppress(Exception):
+            await jump.close()
 
 
 @contextlib.asynccontextmanager
@@ -136,7 +166,7 @@ async def simulated_targets(
             )
     await lab.start()
     try:
-        targets = production_targets(answers, password)
+        targets = production_targets(answers, password, jumps=False)
         for name, target in targets.items():
             target.address, target.port = lab.endpoint(name)
             target.identity_file = str(lab.client_key_path)

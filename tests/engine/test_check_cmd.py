@@ -8,6 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.engine.test_ssh_executor import executor, start_lab
+from wizard.conn_test import ConnectionReport, check_host
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
 
 
@@ -76,3 +79,57 @@ def test_an_unknown_host_or_a_fault_without_the_demo_is_a_usage_error(tmp_path: 
         timeout=60,
     )
     assert real.returncode == 2 and "--fault only applies" in real.stderr
+
+
+# -- round trips: the test is one exec per host after login (issue 15) -------------------------------------------
+
+
+class Commands:
+    """A listener that keeps the command lines the host log shows."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+
+    def command_started(self, host: str, command: str) -> None:
+        self.shown.append(command)
+
+    def output_line(self, host: str, stream: str, line: str) -> None:
+        pass
+
+    def command_finished(self, host: str, command: str, result: object, error: str | None) -> None:
+        pass
+
+
+async def _check_on_lab(fault: str | None = None, **target: object) -> tuple[ConnectionReport, list[str], list[str]]:
+    """Test server1 of a fresh simulated lab; returns the report, the execs its SSH server got and the log's lines."""
+    lab = await start_lab(*([f"server1:{fault}"] if fault else []))
+    try:
+        ex = executor(lab, **target)
+        ex.listener = Commands()  # type: ignore[assignment]
+        lab.host("server1").history.clear()
+        report = await check_host(ex)
+        await ex.close()
+        return report, list(lab.host("server1").history), ex.listener.shown  # type: ignore[attr-defined]
+    finally:
+        await lab.stop()
+
+
+async def test_a_ready_host_costs_one_exec_after_login_and_its_log_shows_both_commands() -> None:
+    report, execs, shown = await _check_on_lab()
+    assert (report.ok, report.os, report.problem) == (True, "Ubuntu 22.04.5 LTS", "")
+    assert len(execs) == 1 and execs[0].endswith("sh -s"), execs
+    assert shown == ["cat /etc/os-release", "sudo -n true"]
+
+
+async def test_sudo_wanting_a_password_reads_as_before_at_the_cost_of_one_more_exec() -> None:
+    report, execs, _ = await _check_on_lab("sudo_refused")
+    assert (report.reachable, report.authenticated, report.sudo, report.os) == (True, True, False, "Ubuntu 22.04.5 LTS")
+    assert report.problem.startswith("sudo asks for a password (sudo: a password is required); configure NOPASSWD")
+    assert len(execs) == 2 and execs[1] == "sudo -n true", execs  # the executor's own proof words the refusal
+
+
+async def test_a_sudo_password_needs_its_own_exec_and_never_travels_in_the_script() -> None:
+    report, execs, _ = await _check_on_lab("sudo_refused", sudo_password="s3cret")
+    assert report.problem.startswith("sudo refused the password or the user: "), report.problem
+    assert execs[0].endswith("sh -s") and execs[-1] == "sudo -k -S -p '' -- true", execs
+    assert not any("s3cret" in line for line in execs)

@@ -32,6 +32,7 @@ from wizard.executors.base import (
     SudoRefused,
     render_command,
 )
+from wizard.executors.jump import Jump
 
 _SUDO_PASSWORD_HINT = (
     "configure NOPASSWD for this user, or set ssh.sudo: password and provide it via $ROCE_WIZARD_SUDO_PASSWORD "
@@ -57,6 +58,9 @@ class SshTarget:
     keepalive_interval_s: float = 5.0
     command_timeout_s: float = 900.0
     sudo_password: str | None = field(default=None, repr=False)
+    jump: Jump | None = None
+    """The bastion this host is reached through (shared with other hosts); None: directly, ignoring any ProxyJump
+    of ~/.ssh/config (the answers' builder, wizard/session.py, has already resolved it into ``jump``)."""
 
 
 class CommandListener(Protocol):
@@ -87,7 +91,8 @@ class SshExecutor:
     async def connect(self) -> None:
         """Open the connection if it is not open; raises a one-line :class:`ExecutorError` subclass."""
         async with self._connect_lock:
-            if self._conn is not None and not self._conn.is_closed():
+            jump = self.target.jump  # a connection tunnelled through a dropped bastion connection is gone too
+            if self._conn is not None and not self._conn.is_closed() and (jump is None or jump.is_open()):
                 return
             try:
                 self._conn = await self._open()
@@ -112,13 +117,26 @@ class SshExecutor:
 
     async def _dial(self, known: Path) -> asyncssh.SSHClientConnection:
         t = self.target
+        if t.jump is None:
+            return await self._dial_via(known, None)
+        try:
+            return await self._dial_via(known, await t.jump.connect(t.name))
+        except HostUnreachable:
+            # The shared bastion connection may have dropped since it was last used: dial it again, once.
+            if t.jump.is_open():
+                raise
+            return await self._dial_via(known, await t.jump.connect(t.name))
+
+    async def _dial_via(self, known: Path, tunnel: asyncssh.SSHClientConnection | None) -> asyncssh.SSHClientConnection:
+        t = self.target
         options: dict[str, Any] = {
             "port": t.port,
             "username": t.username,
-            "known_hosts": str(known) if known.exists() else asyncssh.import_known_hosts(""),
+            "known_hosts": _parsed_known_hosts(known),
             "connect_timeout": t.connect_timeout_s,
             "keepalive_interval": t.keepalive_interval_s,
             "keepalive_count_max": 3,
+            "tunnel": tunnel,
         }
         if t.identity_file:
             options["client_keys"] = [os.path.expanduser(t.identity_file)]
@@ -139,11 +157,18 @@ class SshExecutor:
                 t.name, f"authentication refused for user {t.username!r} (check the key, the agent, ssh.user)"
             ) from None
         except TimeoutError:
-            raise HostUnreachable(
-                t.name, f"no SSH answer from {t.address}:{t.port} within {t.connect_timeout_s:g}s"
-            ) from None
+            why = f"no SSH answer from {t.address}:{t.port} within {t.connect_timeout_s:g}s"
+            raise HostUnreachable(t.name, t.jump.failure(t.name, why) if t.jump else why) from None
+        except asyncssh.ChannelOpenError as exc:
+            if not t.jump:
+                raise HostUnreachable(t.name, f"cannot connect to {t.address}:{t.port}: {exc.reason}") from None
+            why = f"the bastion cannot connect to {t.address}:{t.port} ({exc.reason or 'channel refused'})"
+            if exc.code == asyncssh.OPEN_ADMINISTRATIVELY_PROHIBITED:
+                why = f"the bastion refuses to forward to {t.address}:{t.port} ({exc.reason}; AllowTcpForwarding?)"
+            raise HostUnreachable(t.name, t.jump.failure(t.name, why)) from None
         except (OSError, asyncssh.Error) as exc:
-            raise HostUnreachable(t.name, f"cannot connect to {t.address}:{t.port}: {_connect_failure(exc)}") from None
+            why = f"cannot connect to {t.address}:{t.port}: {_connect_failure(exc)}"
+            raise HostUnreachable(t.name, t.jump.failure(t.name, why) if t.jump else why) from None
         except asyncssh.KeyImportError as exc:
             raise AuthenticationFailed(t.name, f"cannot load identity file {t.identity_file}: {exc}") from None
 
@@ -162,8 +187,11 @@ class SshExecutor:
 
     async def _record_new_host_key(self, known: Path) -> None:
         t = self.target
+        tunnel = await t.jump.connect(t.name) if t.jump else None
         try:
-            key = await asyncio.wait_for(asyncssh.get_server_host_key(t.address, t.port), t.connect_timeout_s)
+            key = await asyncio.wait_for(
+                asyncssh.get_server_host_key(t.address, t.port, tunnel=tunnel), t.connect_timeout_s
+            )
         except (TimeoutError, OSError, asyncssh.Error) as exc:
             raise HostUnreachable(t.name, f"cannot fetch the host key of {self._host_pattern()}: {exc}") from None
         if key is None:
@@ -265,24 +293,46 @@ class SshExecutor:
             remote, stdin = await self._with_sudo(["sh", "-s"], text)
         limit = timeout_s or self.target.command_timeout_s
         shown = f"a batch of {len(commands)} probes ({render_command(commands[0])}, ...)"
-        result = await self._exec(shown, remote, stdin, limit, None, quiet=True)
+        received: list[str] = []
+        try:
+            result = await self._exec(shown, remote, stdin, limit, None, quiet=True, received=received)
+        except (ConnectionLost, CommandTimeout) as exc:
+            # Name the probe that was running, as a lone exec would have, and log the probes that had finished.
+            parts = batch.split("".join(received), "", token, len(commands))
+            running = next((i for i, part in enumerate(parts) if part.exit_status is None), 0)
+            for command, part in zip(commands[:running], parts[:running], strict=True):
+                self._replay(batch.as_result(command, part, 0.0, sudo=sudo))
+            name = render_command(commands[running])
+            exc.detail = exc.detail.replace(repr(shown), repr(name), 1) + (
+                f" (probe {running + 1} of {len(commands)} sent in one batch)"
+            )
+            exc.args = (f"{self.name}: {exc.detail}",)
+            if self.listener:
+                self.listener.command_started(self.name, f"sudo {name}" if sudo else name)
+                self.listener.command_finished(self.name, f"sudo {name}" if sudo else name, None, exc.detail)
+            raise
         parts = batch.split(result.raw_stdout, result.stderr + "\n", token, len(commands))
         share = result.duration_s / len(commands)
         results = [batch.as_result(c, part, share, sudo=sudo) for c, part in zip(commands, parts, strict=True)]
         for command, part, one in zip(commands, parts, results, strict=True):
-            if self.listener:
-                self.listener.command_started(self.name, one.command)
-                for stream, text_ in (("stdout", one.stdout), ("stderr", one.stderr)):
-                    for line in text_.splitlines() if text_ else []:
-                        self.listener.output_line(self.name, stream, line)  # type: ignore[arg-type]
             if part.exit_status is None:
                 error = f"the probe batch ended before {render_command(command)!r} finished (exit {result.exit_status})"
                 if self.listener:
+                    self.listener.command_started(self.name, one.command)
                     self.listener.command_finished(self.name, one.command, None, error)
                 raise ConnectionLost(self.name, error)
-            if self.listener:
-                self.listener.command_finished(self.name, one.command, one, None)
+            self._replay(one)
         return results
+
+    def _replay(self, one: CommandResult) -> None:
+        """Show one command of a batch in the host log as if it had run alone: start, output lines, end."""
+        if not self.listener:
+            return
+        self.listener.command_started(self.name, one.command)
+        for stream, text in (("stdout", one.stdout), ("stderr", one.stderr)):
+            for line in text.splitlines() if text else []:
+                self.listener.output_line(self.name, stream, line)  # type: ignore[arg-type]
+        self.listener.command_finished(self.name, one.command, one, None)
 
     async def _with_sudo(self, argv: Sequence[str] | str, input: str | None) -> tuple[str, str | None]:
         inner = ["sh", "-c", argv] if isinstance(argv, str) else list(argv)
@@ -325,19 +375,20 @@ class SshExecutor:
         on_line: LineCallback | None,
         *,
         quiet: bool = False,
+        received: list[str] | None = None,
     ) -> CommandResult:
         await self.connect()
         assert self._conn is not None
         started = time.monotonic()
         out: list[str] = []
         err: list[str] = []
-        raw: list[str] = []
+        raw: list[str] = received if received is not None else []  # stdout so far, for a caller cut off mid-way
         try:
             process = await self._conn.create_process(remote, encoding="utf-8", errors="replace")
         except (asyncssh.Error, OSError) as exc:
             self._conn = None
-            why = self._lost_reason or exc
-            raise ConnectionLost(self.name, f"connection lost before {shown!r} started: {why}") from None
+            why = self._bastion_note(f"connection lost before {shown!r} started: {self._lost_reason or exc}")
+            raise ConnectionLost(self.name, why) from None
         if stdin:
             process.stdin.write(stdin)
         process.stdin.write_eof()
@@ -367,15 +418,22 @@ class SshExecutor:
             raise CommandTimeout(self.name, f"{shown!r} still running after {timeout_s:g}s; stopped") from None
         except (asyncssh.Error, OSError, BrokenPipeError) as exc:
             self._conn = None
-            raise ConnectionLost(self.name, f"connection lost during {shown!r}: {exc}") from None
+            raise ConnectionLost(self.name, self._bastion_note(f"connection lost during {shown!r}: {exc}")) from None
         status = process.exit_status
         if status is None:
             # asyncssh reports no exit status when the connection died mid-command: the outcome is unknown.
             self._conn = None
-            raise ConnectionLost(self.name, f"connection lost during {shown!r} (no exit status)")
+            raise ConnectionLost(self.name, self._bastion_note(f"connection lost during {shown!r} (no exit status)"))
         if status < 0 and process.exit_signal:
             status = 128 + 9
         return CommandResult(shown, status, "\n".join(out), "\n".join(err), time.monotonic() - started, "".join(raw))
+
+    def _bastion_note(self, message: str) -> str:
+        """``message``, plus why the bastion connection ended when the host's connection went down with it."""
+        jump = self.target.jump
+        if jump is None or jump.is_open() or not jump.lost_reason:
+            return message
+        return f"{message} (the connection to bastion {jump.describe()} ended: {jump.lost_reason})"
 
     # -- files --------------------------------------------------------------------------------------------
     async def read_file(self, path: str, *, sudo: bool = False) -> str | None:
@@ -430,6 +488,29 @@ class SshExecutor:
         result = await self.run(argv, sudo=True)
         if not result.ok:
             raise ConnectionLost(self.name, f"{what} failed: {result.first_error_line()}")
+
+
+# known_hosts parsed once per file content, not once per connection: given a path, asyncssh re-reads and re-parses
+# the whole file on every connect, and 1,000 hosts against a 1,000-line file was a million key parses (issue 15).
+_KNOWN_HOSTS: dict[str, tuple[tuple[int, int], asyncssh.SSHKnownHosts]] = {}
+
+
+def _parsed_known_hosts(path: Path) -> asyncssh.SSHKnownHosts | str:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return asyncssh.import_known_hosts("")
+    except OSError:
+        return str(path)  # asyncssh reports it as before
+    stamp = (stat.st_mtime_ns, stat.st_size)  # a key recorded by accept_new_host_keys changes both
+    cached = _KNOWN_HOSTS.get(str(path))
+    if cached is None or cached[0] != stamp:
+        try:
+            cached = (stamp, asyncssh.read_known_hosts(str(path)))
+        except (OSError, ValueError):
+            return str(path)
+        _KNOWN_HOSTS[str(path)] = cached
+    return cached[1]
 
 
 # What a failed connect means, in the operator's terms (asyncio's own text is "Connect call failed (addr, port)").

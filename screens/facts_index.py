@@ -1,0 +1,196 @@
+"""Discovery facts of many hosts, summarised once per facts file: the cells the discovery page shows, the rail-0
+leaf switch and the text a filter searches. Only the shown host's full facts stay in memory (1,000 hosts' parsed
+facts would take hundreds of MiB)."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+from steps.discovery_facts import DiscoveryFacts, NicPort
+
+PORT_COLUMNS = ("netdev", "rdma", "state", "speed", "mtu", "switch/port", "v2 GID", "fw", "numa", "model", "pci")
+
+
+def port_cells(port: NicPort) -> dict[str, str]:
+    """The table's values for one port, as text."""
+    speed = f"{port.speed_mbps // 1000}G" if port.speed_mbps else "?"
+    gid = port.roce_v2_ipv4_gid
+    return {
+        "netdev": port.netdev or "-",
+        "rdma": f"{port.rdma_device}/{port.rdma_port}" if port.rdma_device else "-",
+        "model": port.model,
+        "fw": port.firmware or "?",
+        "speed": speed,
+        "mtu": str(port.mtu or "?"),
+        "switch/port": port.lldp.switch_port if port.lldp else "-",  # LLDP neighbour (lldpd), steps/discovery_lldp.py
+        "state": (port.rdma_state or ("up" if port.link_detected else "down")).lower(),
+        "v2 GID": "-" if gid is None else str(gid),
+        "numa": "-" if port.numa_node is None else str(port.numa_node),
+        "pci": port.pci,
+    }
+
+
+def host_cells(facts: DiscoveryFacts) -> dict[str, str]:
+    return {
+        "OS": facts.os_pretty or f"{facts.os_id} {facts.os_version}",
+        "kernel": facts.kernel,
+        "driver stack": f"{facts.ofed_stack} {facts.ofed_version or ''}".strip()
+        if facts.ofed_stack
+        else ("inbox (the kernel's own mlx5)" if "mlx5_core" in facts.modules else "none"),
+        "RDMA ports": str(len(facts.rdma_ports())),
+        "GPUs": f"{len(facts.gpus)} x {facts.gpus[0].name}" if facts.gpus else "none",
+        "GPU driver": facts.gpu_driver or "-",
+        "SSH arrives on": facts.ssh_interface or "?",
+        "platform": platform_cell(facts),
+    }
+
+
+def platform_cell(facts: DiscoveryFacts) -> str:
+    """IOMMU mode, ACS redirects, PCIe link downgrades and the firmware tool, in one line (details in the checks)."""
+    platform = facts.platform
+    if platform is None:
+        return "not read"
+    types = sorted(set(platform.iommu_types.values()))
+    iommu = "IOMMU off" if not platform.iommu_groups else f"IOMMU {'/'.join(types) or 'on'}"
+    redirecting = [b for b, bridge in platform.bridges.items() if bridge.redirect]
+    acs = f"ACS redirect enabled on {len(redirecting)} PCIe bridge(s)"
+    if platform.caps_readable is False:
+        acs = "ACS unreadable"
+    # An idle GPU lowers its link speed to save power; only its width counts, as in the pcie_links check.
+    slow = [
+        link
+        for link in platform.links
+        if link.sta_width < link.cap_width or (link.kind == "nic" and link.sta_speed < link.cap_speed)
+    ]
+    links = f"{len(slow)} PCIe link(s) downgraded" if slow else "PCIe links at full width/speed"
+    return " · ".join([iommu, acs if redirecting or platform.caps_readable is False else "no ACS redirect", links])
+
+
+def majority(values: list[str]) -> str | None:
+    return Counter(values).most_common(1)[0][0] if values else None
+
+
+def rail0_leaf(facts: DiscoveryFacts) -> str | None:
+    """The switch LLDP sees on the host's first RDMA port (rail 0, PCI order): the host's leaf."""
+    ports = facts.rdma_ports()
+    if ports and ports[0].lldp is not None:
+        return ports[0].lldp.chassis_name or ports[0].lldp.chassis_id
+    return None
+
+
+@dataclass(slots=True)
+class HostSummary:
+    """What the pages need of one host's discovery facts."""
+
+    leaf: str | None
+    cells: dict[str, str]
+    ports: list[dict[str, str]]
+    search: str
+    """Lower-cased: port names, RDMA devices, switch names and ports (host name and checks are added by pages)."""
+
+    @property
+    def ports_down(self) -> int:
+        return sum(1 for p in self.ports if p["state"] not in ("active", "up"))
+
+
+def summarise(facts: DiscoveryFacts) -> HostSummary:
+    ports = [port_cells(p) for p in facts.rdma_ports()]
+    words = [f"{p['netdev']} {p['rdma']} {p['switch/port']}" for p in ports]
+    return HostSummary(rail0_leaf(facts), host_cells(facts), ports, " ".join(words).lower())
+
+
+class FactsIndex:
+    """Per-host summaries, re-read only when a host's facts file changed (size or mtime)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.summaries: dict[str, HostSummary] = {}
+        self._stamps: dict[str, tuple[int, int]] = {}
+        self._full: tuple[str, tuple[int, int], DiscoveryFacts] | None = None
+        self._majority: dict[str, str | None] | None = None
+        self._rail_majority: list[dict[str, str | None]] | None = None
+
+    def _path(self, host: str) -> Path:
+        return self.root / "facts" / f"{host}.json"
+
+    def _stamp(self, host: str) -> tuple[int, int] | None:
+        try:
+            st = os.stat(self._path(host))
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size)
+
+    def _load(self, host: str) -> DiscoveryFacts | None:
+        try:
+            data = json.loads(self._path(host).read_text(encoding="utf-8")).get("discovery")
+            return DiscoveryFacts.model_validate(data) if data else None
+        except (OSError, ValueError):
+            return None
+
+    def refresh(self, hosts: list[str]) -> bool:
+        """Re-read changed facts files; True when any summary changed."""
+        changed = False
+        for host in hosts:
+            stamp = self._stamp(host)
+            if stamp == self._stamps.get(host):
+                continue
+            changed = True
+            facts = self._load(host) if stamp else None
+            if stamp:
+                self._stamps[host] = stamp
+            else:
+                self._stamps.pop(host, None)
+            if facts is None:
+                self.summaries.pop(host, None)
+            else:
+                self.summaries[host] = summarise(facts)
+        for gone in set(self.summaries) - set(hosts):
+            changed = True
+            del self.summaries[gone]
+            self._stamps.pop(gone, None)
+        if changed:
+            self._majority = self._rail_majority = None
+        return changed
+
+    def full(self, host: str) -> DiscoveryFacts | None:
+        """The whole facts of one host (the shown one), kept until another host is asked for."""
+        stamp = self._stamps.get(host)
+        if stamp is None:
+            return None
+        if self._full is not None and self._full[0] == host and self._full[1] == stamp:
+            return self._full[2]
+        facts = self._load(host)
+        if facts is not None:
+            self._full = (host, stamp, facts)
+        return facts
+
+    def leaf(self, host: str) -> str | None:
+        summary = self.summaries.get(host)
+        return summary.leaf if summary else None
+
+    def majority_cells(self) -> dict[str, str | None]:
+        """The value most hosts have, per host cell (computed once per change of any host's facts)."""
+        if self._majority is None:
+            keys = {k for s in self.summaries.values() for k in s.cells}
+            self._majority = {k: majority([s.cells[k] for s in self.summaries.values() if k in s.cells]) for k in keys}
+        return self._majority
+
+    def majority_ports(self) -> list[dict[str, str | None]]:
+        """Per rail index, the value most hosts' port there has, per column."""
+        if self._rail_majority is None:
+            rails = max((len(s.ports) for s in self.summaries.values()), default=0)
+            self._rail_majority = [
+                {
+                    column: majority([s.ports[i][column] for s in self.summaries.values() if i < len(s.ports)])
+                    for column in PORT_COLUMNS
+                }
+                for i in range(rails)
+            ]
+        return self._rail_majority
+
+    def rail_peers(self, index: int) -> int:
+        return sum(1 for s in self.summaries.values() if index < len(s.ports))

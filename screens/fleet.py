@@ -1,0 +1,207 @@
+"""Helpers for pages that show hundreds of hosts: filters, host-range compression, plan grouping, progress lines.
+
+Pure Python (no Textual): every function is linear in the hosts it is given, so a key press costs the same
+whether a stage has 2 hosts or 1,000.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from screens.progress import Progress
+from wizard.step import HostPlan
+
+_NUMBERED = re.compile(r"^(.*?)(\d+)$")
+NO_LEAF = "(leaf not known)"
+
+
+@dataclass(frozen=True, slots=True)
+class HostFilter:
+    """What a page shows: every row, or only failed ones, narrowed by words that must all appear in the row."""
+
+    text: str = ""
+    failed_only: bool = False
+
+    @property
+    def words(self) -> list[str]:
+        return self.text.lower().split()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.text.strip()) or self.failed_only
+
+    def matches(self, haystack: str, failed: bool) -> bool:
+        """``haystack`` is the row's searchable text, lower-cased (host, ports, checks, switch names)."""
+        if self.failed_only and not failed:
+            return False
+        return all(word in haystack for word in self.words)
+
+    def describe(self, shown: int, total: int, noun: str = "hosts") -> str:
+        parts = []
+        if self.failed_only:
+            parts.append("failed only")
+        if self.text.strip():
+            parts.append(f"matching '{self.text.strip()}'")
+        return f"{shown}/{total} {noun}" + (f" ({', '.join(parts)})" if parts else "")
+
+
+def compress_hosts(names: Iterable[str], limit: int = 0) -> str:
+    """gpu-001, gpu-002, gpu-003, gpu-007 -> 'gpu-001..gpu-003, gpu-007' (runs of consecutive numbers with the same
+    prefix and width); ``limit`` > 0 cuts the list after that many characters and says how many hosts are left."""
+    parts: list[str] = []
+    counts: list[int] = []
+    run: list[str] = []
+    last: tuple[str, int, int] | None = None
+    for name in names:
+        m = _NUMBERED.match(name)
+        key = (m.group(1), int(m.group(2)), len(m.group(2))) if m else None
+        if run and key and last and key[0] == last[0] and key[2] == last[2] and key[1] == last[1] + 1:
+            run.append(name)
+        else:
+            if run:
+                parts.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+                counts.append(len(run))
+            run = [name]
+        last = key
+    if run:
+        parts.append(run[0] if len(run) == 1 else f"{run[0]}..{run[-1]}")
+        counts.append(len(run))
+    if limit <= 0:
+        return ", ".join(parts)
+    out, used = "", 0
+    for part, count in zip(parts, counts, strict=True):
+        candidate = f"{out}, {part}" if out else part
+        if len(candidate) > limit and out:
+            return f"{out} (+{sum(counts) - used} more)"
+        out, used = candidate, used + count
+    return out
+
+
+def plan_key(plan: HostPlan | dict[str, Any] | None) -> str | None:
+    """The plan as text, without the host field: two hosts share a key only when their plans are the same byte for
+    byte (commands, file contents, what the files held before). Nothing is rewritten, so a plan that names its own
+    host or addresses is never grouped with another."""
+    if plan is None:
+        return None
+    if isinstance(plan, HostPlan):
+        return plan.model_dump_json(exclude={"host"})
+    return json.dumps({k: v for k, v in plan.items() if k != "host"}, sort_keys=True, default=str)
+
+
+@dataclass(slots=True)
+class PlanGroup:
+    """One distinct plan and the hosts that have exactly it (None: hosts not planned yet)."""
+
+    plan: HostPlan | dict[str, Any] | None
+    hosts: list[str] = field(default_factory=list)
+
+
+class PlanGrouper:
+    """Groups plans by ``plan_key``; keys are remembered per plan object, so a redraw re-serialises only new plans."""
+
+    def __init__(self) -> None:
+        self._keys: dict[int, tuple[object, str | None]] = {}
+
+    def key(self, plan: HostPlan | dict[str, Any] | None) -> str | None:
+        if plan is None:
+            return None
+        known = self._keys.get(id(plan))
+        if known is not None and known[0] is plan:
+            return known[1]
+        key = plan_key(plan)
+        self._keys[id(plan)] = (plan, key)
+        return key
+
+    def group(self, hosts: list[str], plans: dict[str, HostPlan | dict[str, Any] | None]) -> list[PlanGroup]:
+        """Groups in the order of each group's first host; the cache keeps only plans still shown."""
+        groups: dict[str | None, PlanGroup] = {}
+        live: dict[int, tuple[object, str | None]] = {}
+        for host in hosts:
+            plan = plans.get(host)
+            key = self.key(plan)
+            if plan is not None:
+                live[id(plan)] = self._keys[id(plan)]
+            group = groups.get(key)
+            if group is None:
+                group = groups[key] = PlanGroup(plan)
+            group.hosts.append(host)
+        self._keys = live
+        return list(groups.values())
+
+
+def stage_counts(progress: Progress, stage: str) -> dict[str, int]:
+    """How many hosts are in each status; "waiting" counts the pending hosts that wait for the operator."""
+    counts: dict[str, int] = {}
+    cells = progress.cells
+    for host in progress.hosts:
+        cell = cells.get((stage, host))
+        status = "pending" if cell is None else "waiting" if cell.status == "pending" and cell.reason else cell.status
+        counts[status] = counts.get(status, 0) + 1
+    return counts
+
+
+def stage_progress_line(progress: Progress, stage: str) -> str:
+    """'network: 612/1000 done, 3 failed, 385 running' (the words present, most telling first)."""
+    counts = stage_counts(progress, stage)
+    total = sum(counts.values())
+    done = counts.pop("done", 0)
+    order = ("failed", "running", "waiting", "pending", "skipped")
+    rest = [f"{counts[word]} {word}" for word in order if counts.get(word)]
+    rest += [f"{n} {word}" for word, n in sorted(counts.items()) if word not in order]
+    return f"{stage}: {done}/{total} done" + "".join(f", {part}" for part in rest)
+
+
+def host_failed(progress: Progress, host: str, stages: Iterable[str]) -> bool:
+    """Failed (or waiting for the operator) in any of the stages, or a failed check there."""
+    return any(progress.cell(stage, host).failed for stage in stages)
+
+
+@dataclass(slots=True)
+class Entry:
+    """One host's row, whether it counts as failed, and the lower-cased text a filter searches."""
+
+    row: list[Any]
+    failed: bool
+    haystack: str
+
+
+def filtered_rows(
+    entries: dict[str, Entry],
+    flt: HostFilter,
+    grouped: bool,
+    leaf_of: Callable[[str], str | None],
+    header: Callable[[str, list[str], int], list[Any]],
+) -> tuple[list[list[Any]], list[str | None], set[int], int]:
+    """(rows, row keys, indexes of leaf header rows, hosts shown): the entries the filter lets through, in order, or
+    grouped by leaf under a header row each (``header(leaf, hosts, failed)``; its key is None)."""
+    shown = [h for h, e in entries.items() if flt.matches(e.haystack, e.failed)]
+    if not grouped:
+        return [entries[h].row for h in shown], list(shown), set(), len(shown)
+    rows: list[list[Any]] = []
+    keys: list[str | None] = []
+    headers: set[int] = set()
+    for leaf, hosts in by_leaf(shown, leaf_of):
+        headers.add(len(rows))
+        rows.append(header(leaf, hosts, sum(1 for h in hosts if entries[h].failed)))
+        keys.append(None)
+        rows.extend(entries[h].row for h in hosts)
+        keys.extend(hosts)
+    return rows, keys, headers, len(shown)
+
+
+def leaf_count(hosts: list[str], failed: int) -> str:
+    """'32 hosts, 1 failed' for a leaf's header row."""
+    words = f"{len(hosts)} host" + ("" if len(hosts) == 1 else "s")
+    return words + (f", {failed} failed" if failed else "")
+
+
+def by_leaf(hosts: list[str], leaf_of: Callable[[str], str | None]) -> list[tuple[str, list[str]]]:
+    """Hosts grouped by their rail-0 leaf switch, leaves in name order, hosts without a known leaf last."""
+    groups: dict[str, list[str]] = {}
+    for host in hosts:
+        groups.setdefault(leaf_of(host) or NO_LEAF, []).append(host)
+    return sorted(groups.items(), key=lambda item: (item[0] == NO_LEAF, item[0]))

@@ -1,0 +1,107 @@
+"""The helpers behind the scaled pages: host-range compression, byte-for-byte plan grouping, filters, progress
+lines, the host finder's ranking and log buffers that shrink per host as the fleet grows."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from screens.fleet import HostFilter, PlanGrouper, compress_hosts, stage_progress_line
+from screens.log_buffer import LogBuffers
+from screens.palette import find_hosts
+from screens.progress import Progress
+from tests.tui.fleet_fakes import network_plan
+from wizard.events import Event
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_compress_hosts_joins_runs_of_consecutive_numbers_with_the_same_prefix_and_width() -> None:
+    names = ["gpu-001", "gpu-002", "gpu-003", "gpu-007", "gpu-009", "gpu-010", "login", "gpu-0011", "r1n01", "r1n02"]
+    assert compress_hosts(names) == "gpu-001..gpu-003, gpu-007, gpu-009..gpu-010, login, gpu-0011, r1n01..r1n02"
+    assert compress_hosts([f"gpu-{i:03d}" for i in range(1, 999)]) == "gpu-001..gpu-998"
+
+
+def test_compress_hosts_with_a_limit_says_how_many_hosts_it_left_out() -> None:
+    names = [f"h{i}" for i in range(0, 40, 2)]  # no two consecutive: 20 parts
+    assert compress_hosts(names, limit=12) == "h0, h2, h4 (+17 more)"
+
+
+def test_plans_group_only_when_identical_apart_from_the_host_field() -> None:
+    grouper = PlanGrouper()
+    plans = {
+        "a": network_plan("a", own_file=False),
+        "b": network_plan("b", own_file=False),
+        "c": network_plan("c", own_file=True),  # its file says "# rails of c": another plan
+        "d": None,
+    }
+    groups = grouper.group(["a", "b", "c", "d"], plans)
+    assert [g.hosts for g in groups] == [["a", "b"], ["c"], ["d"]]
+    assert groups[2].plan is None
+    event = {"impact": "safe", "changes": [], "noop_reason": "already set", "notes": [], "blockers": []}
+    groups = grouper.group(["x", "y"], {"x": dict(event, host="x"), "y": dict(event, noop_reason="other")})
+    assert [g.hosts for g in groups] == [["x"], ["y"]]
+
+
+def test_host_filter_needs_every_word_and_failed_only_drops_healthy_rows() -> None:
+    flt = HostFilter("leaf-03 swp9", failed_only=False)
+    assert flt.matches("gpu-0073 ens1f0np0 leaf-03/swp9", failed=False)
+    assert not flt.matches("gpu-0073 ens1f0np0 leaf-03/swp8", failed=False)
+    assert not HostFilter("", failed_only=True).matches("anything", failed=False)
+    assert HostFilter("", failed_only=True).describe(5, 1000) == "5/1000 hosts (failed only)"
+
+
+def test_stage_progress_line_counts_each_status_most_telling_first() -> None:
+    hosts = [f"h{i}" for i in range(10)]
+    progress = Progress(["network"], hosts)
+    statuses = ["done"] * 6 + ["failed"] + ["running"] * 2 + ["pending"]
+    for host, status in zip(hosts, statuses, strict=True):
+        progress.apply(Event("host_status", {"stage": "network", "host": host, "status": status, "reason": ""}))
+    assert stage_progress_line(progress, "network") == "network: 6/10 done, 1 failed, 2 running, 1 pending"
+
+
+def test_progress_counts_failed_checks_as_they_arrive_and_forgets_them_when_the_stage_starts_again() -> None:
+    progress = Progress(["roce"], ["a"])
+    check = {"stage": "roce", "host": "a", "id": "x", "title": "X", "evidence": "", "fix": None}
+    progress.apply(Event("check", dict(check, status="fail")))
+    progress.apply(Event("check", dict(check, status="pass")))
+    assert progress.cell("roce", "a").fails == 1 and progress.cell("roce", "a").failed
+    progress.apply(Event("stage_started", {"stage": "roce", "title": "RoCE"}))
+    assert progress.cell("roce", "a").fails == 0 and not progress.cell("roce", "a").failed
+
+
+def test_host_finder_ranks_whole_names_then_prefixes_then_earliest_matches() -> None:
+    hosts = ["gpu-0200", "gpu-1200", "gpu-0020", "x-gpu-0200", "gpu-02001"]
+    assert [h for _, h, _ in find_hosts(hosts, "gpu-0200")] == ["gpu-0200", "gpu-02001", "x-gpu-0200"]
+    assert [h for _, h, _ in find_hosts(hosts, "200")] == ["gpu-0200", "gpu-1200", "gpu-02001", "x-gpu-0200"]
+    assert len(find_hosts([f"gpu-{i:04d}" for i in range(1000)], "gpu")) == 60
+
+
+def test_log_buffers_keep_fewer_lines_per_host_on_a_big_fleet() -> None:
+    buffers = LogBuffers(keep=2000)
+    buffers.set_host_count(2)
+    assert buffers.keep == 2000
+    for i in range(500):
+        buffers.add("h1", f"line {i}")
+    buffers.set_host_count(1000)
+    assert buffers.keep == 200
+    assert buffers.tail("h1") == [f"line {i}" for i in range(300, 500)]
+
+
+def test_the_scale_benchmark_quick_mode_completes_and_reports_latency_and_memory() -> None:
+    """Only that it runs and prints its table (timings depend on the machine; never asserted)."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "tui_scale.py"), "--hosts", "64", "--rate", "500"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("$ python bench/tui_scale.py --hosts 64")
+    assert lines[1].split() == ["page", "keys", "median", "ms", "p95", "ms", "max", "ms", "missed"]
+    pages = {line.split()[0] for line in lines[2:-1]}
+    assert {"hosts", "discovery", "network", "summary"} <= pages
+    assert "peak RSS" in lines[-1] and "network: 39/64 done, 1 failed, 24 running" in lines[-1]
