@@ -386,7 +386,9 @@ class Runner:
             record.changes_applied = 0
         record.status = status  # type: ignore[assignment]
         record.reason = reason
-        self.store.save_host(host)
+        # What a change did (backups, files created, the command in flight) is saved durably while the host is being
+        # changed; a status alone is not worth an fsync that stalls every host (stages are re-verified on resume).
+        self.store.save_host(host, durable=host in self._changing)
         self.bus.emit("host_status", stage=stage, host=host, status=status, reason=reason)
 
     def _finish(self, stage: str, host: str, status: str, reason: str, outcome: StageOutcome) -> None:

@@ -75,8 +75,12 @@ class RunRecord(_Model):
     exit_code: int | None = None
 
 
-def atomic_write(path: Path, text: str) -> None:
-    """Write ``text`` so that a crash at any moment leaves either the old or the new file, never a mix."""
+def atomic_write(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write ``text`` so that a crash at any moment leaves either the old or the new file, never a mix.
+
+    The rename alone makes that true when the wizard is killed (the kernel keeps the new file). ``durable`` also
+    fsyncs it so it survives a power loss of the control machine; that costs milliseconds per write on a busy disk,
+    and it blocks the event loop, so records that a later run re-reads from the hosts anyway skip it."""
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -84,7 +88,8 @@ def atomic_write(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                os.fsync(handle.fileno())
         os.replace(temp, path)
     except BaseException:
         try:
@@ -127,10 +132,11 @@ class StateStore:
             self._hosts[name] = record
         return self._hosts[name]
 
-    def save_host(self, name: str) -> None:
+    def save_host(self, name: str, *, durable: bool = True) -> None:
+        """``durable=False`` for status-only saves: a record lost to a power cut is re-verified on the hosts."""
         record = self.host(name)
         record.updated_at = now()
-        atomic_write(self._host_path(name), record.model_dump_json(indent=1))
+        atomic_write(self._host_path(name), record.model_dump_json(indent=1), durable=durable)
 
     def host_names(self) -> list[str]:
         folder = self.root / "hosts"
@@ -143,7 +149,9 @@ class StateStore:
         return self._read(self.root / "facts" / f"{name}.json") or {}
 
     def save_facts(self, name: str, facts: dict[str, Any]) -> None:
-        atomic_write(self.root / "facts" / f"{name}.json", json.dumps(facts, indent=1, sort_keys=True))
+        # Facts are read from the hosts again by every run: a power cut may lose them, never corrupt them.
+        text = json.dumps(facts, indent=1, sort_keys=True)
+        atomic_write(self.root / "facts" / f"{name}.json", text, durable=False)
 
     # -- helpers ------------------------------------------------------------------------------------------
     def _host_path(self, name: str) -> Path:
