@@ -91,8 +91,12 @@ class NsHost:
         returned marker, so a test can strike while the wizard waits for it."""
         marker = self.workdir / "bin" / f".{command}.started"
         marker.unlink(missing_ok=True)
+        Path(f"{marker}.pids").unlink(missing_ok=True)
         wrapper = self.workdir / "bin" / command
-        wrapper.write_text(f"#!/bin/sh\necho $$ > {marker}.tmp && mv {marker}.tmp {marker}\nexec sleep 600\n")
+        # Every call is recorded: the wizard's plain and sudo probe batches may both run the command at once.
+        wrapper.write_text(
+            f"#!/bin/sh\necho $$ >> {marker}.pids\necho $$ > {marker}.tmp && mv {marker}.tmp {marker}\nexec sleep 600\n"
+        )
         wrapper.chmod(0o755)
         return marker
 
@@ -100,9 +104,10 @@ class NsHost:
         """Later calls run the real command; a call hanging now returns (its sleep is ended)."""
         (self.workdir / "bin" / command).unlink(missing_ok=True)
         marker = self.workdir / "bin" / f".{command}.started"
-        if marker.exists():
+        pids = Path(f"{marker}.pids")
+        for pid in pids.read_text().split() if pids.exists() else []:
             try:
-                os.kill(int(marker.read_text()), signal.SIGTERM)
+                os.kill(int(pid), signal.SIGTERM)
             except (ProcessLookupError, ValueError):
                 pass
 
