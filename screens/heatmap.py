@@ -9,9 +9,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from wizard.validate.model import PASS_RATIO, PairCell
+from wizard.validate.model import PASS_RATIO, WARN_RATIO, PairCell, share_band
 
-WARN_RATIO = 0.75  # amber between this and the pass mark: slow, but not a dead or mis-cabled port
 STYLES = {
     "pass": "black on green3",
     "warn": "black on yellow3",
@@ -23,11 +22,7 @@ DIAGONAL, WAITING = "dim", "grey50"
 Lookup = Callable[[str, str], "tuple[float | None, float | None] | None"]
 
 
-def band(share: float | None) -> str:
-    """pass / warn / fail by the share of line rate; none when there is no rate."""
-    if share is None:
-        return "none"
-    return "pass" if share >= PASS_RATIO else "warn" if share >= WARN_RATIO else "fail"
+band = share_band
 
 
 def short_labels(names: list[str]) -> tuple[list[str], bool]:

@@ -8,25 +8,10 @@ from rich.text import Text
 from textual.widget import Widget
 
 from wizard.validate.model import PASS_RATIO
+from wizard.validate.svg import nice_ceiling, size_label
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 X_RANGE = (1, 23)  # ib_write_bw -a sweeps 2 B .. 8 MiB
-
-
-def size_label(n: int) -> str:
-    """2 B, 64 B, 1 KiB, 32 KiB, 1 MiB, 8 MiB."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if n >= 1 << shift:
-            return f"{n >> shift} {unit}"
-    return f"{n} B"
-
-
-def nice_ceiling(value: float) -> float:
-    """A round axis top above ``value``: 1, 2, 2.5 or 5 times a power of ten."""
-    if value <= 0:
-        return 1.0
-    base = 10 ** math.floor(math.log10(value))
-    return next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= value)
 
 
 def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int = 4, color: str = "cyan",

@@ -10,7 +10,15 @@ from wizard.step import CheckItem
 
 Status = Literal["pass", "fail", "warn", "skip"]
 PASS_RATIO = 0.9  # a rail passes at >= 90 % of its discovered line rate (roce-correctness.md items 22, 23)
+WARN_RATIO = 0.75  # amber between this and the pass mark: slow, but not a dead or mis-cabled port
 LATENCY_ALARM_US = 5.0  # typical ib_write_lat above this on back-to-back 25GbE points at a problem (items 58, 59)
+
+
+def share_band(share: float | None) -> str:
+    """pass / warn / fail by the share of line rate (the heat map's colours, terminal and HTML); none: no rate."""
+    if share is None:
+        return "none"
+    return "pass" if share >= PASS_RATIO else "warn" if share >= WARN_RATIO else "fail"
 
 
 class _Model(BaseModel):

@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from html import escape
 
-from wizard.validate.model import PASS_RATIO
+from wizard.validate.model import PASS_RATIO, WARN_RATIO, share_band
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
-WARN_RATIO = 0.75  # amber between this and the pass mark (the terminal page uses the same bands)
 BANDS = {"pass": "#2ca02c", "warn": "#ffbf00", "fail": "#d62728", "none": "#8e44ad", "wait": "#eeeeee"}
 BAND_TEXT = {
     "pass": f"&#8805; {PASS_RATIO:.0%} of line rate",
@@ -22,10 +21,7 @@ X_LABELS = (1, 6, 10, 15, 20, 23, 27, 30, 33)
 
 
 def band(value: float | None, expected: float | None) -> str:
-    if value is None or not expected:
-        return "none"
-    share = value / expected
-    return "pass" if share >= PASS_RATIO else "warn" if share >= WARN_RATIO else "fail"
+    return share_band(value / expected if value is not None and expected else None)
 
 
 def size_label(n: int) -> str:
@@ -37,6 +33,7 @@ def size_label(n: int) -> str:
 
 
 def nice_ceiling(value: float) -> float:
+    """A round axis top above ``value``: 1, 2, 2.5 or 5 times a power of ten."""
     if value <= 0:
         return 1.0
     base = 10 ** math.floor(math.log10(value))
