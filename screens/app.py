@@ -177,8 +177,9 @@ class WizardApp(AnswersEditing, App[int]):
         hosts sends tens of thousands of events; one message each would queue them ahead of key presses)."""
         self.events_seen += 1
         data = event.data
-        if event.kind == "output":
-            self.buffers.add(data["host"], "  " + data["line"])
+        if event.kind == "output":  # one line (a live command) or many (a probe's output from a batch)
+            for line in data["lines"] if "lines" in data else [data["line"]]:
+                self.buffers.add(data["host"], "  " + line)
             return
         if event.kind == "command":
             self.buffers.add(data["host"], f"$ {data['command']}")

@@ -5,14 +5,15 @@ sudo working, operating system named. Changes nothing on any host, so it is the 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from wizard.conn_test import ConnectionReport, check_hosts
 from wizard.errors import EXIT_FAILED, EXIT_OK, UsageError
-from wizard.session import chosen_hosts, command_session, sudo_password
+
+if TYPE_CHECKING:
+    from wizard.conn_test import ConnectionReport
 
 
 def check_cmd(argv: list[str]) -> int:
@@ -27,8 +28,12 @@ def check_cmd(argv: list[str]) -> int:
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
     p.add_argument("--state-dir", type=Path, help="where logs are kept (the command lines it ran, per host)")
     args = p.parse_args(argv)
+    # The engine is imported only now: `check --help` and usage errors stay cheap (bench/startup.py).
+    import asyncio
+
     from wizard.answers import load_answers
     from wizard.paths import example_answers
+    from wizard.session import chosen_hosts
 
     if args.answers is None and not args.demo:
         raise UsageError("check needs --answers FILE (or --demo)")
@@ -42,6 +47,8 @@ def check_cmd(argv: list[str]) -> int:
 
 async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  # type: ignore[no-untyped-def]
     from steps import all_steps
+    from wizard.conn_test import check_hosts
+    from wizard.session import command_session, sudo_password
 
     password = sudo_password(answers, interactive=True)
     if args.demo:

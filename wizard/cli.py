@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -39,7 +37,7 @@ def _run_parser() -> argparse.ArgumentParser:
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
     p.add_argument("--reset", action="store_true", help="(--demo) start from bare simulated hosts, forget progress")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every command's output")
-    from wizard.session import add_profile_option
+    from wizard.profiles import add_profile_option
 
     add_profile_option(p)
     p.add_argument("--version", action="version", version=f"roce-wizard {__version__}")
@@ -121,20 +119,24 @@ def _main_run(args: argparse.Namespace) -> int:
     headless_only = args.json or args.yes or args.only or args.from_stage or args.verbose
     if args.answers is None and not headless_only and sys.stdin.isatty() and sys.stdout.isatty():
         from screens.app import run_app
-        from wizard.session import check_profile
+        from wizard.profiles import check_profile
 
         profile = check_profile(args.profile, args.demo)
         return run_app(state_dir=args.state_dir, demo=args.demo, faults=args.fault, reset=args.reset, profile=profile)
     if args.answers is None and not args.demo:
         raise UsageError("no terminal for the wizard: give --answers FILE to run headless (or --demo)")
-    from wizard.answers import load_answers
-    from wizard.session import check_profile, demo_answers
+    from wizard.profiles import check_profile, demo_answers
 
+    # Usage errors first: they need nothing but the arguments, and must not wait for pydantic to load.
     args.profile = check_profile(args.profile, args.demo)
-    answers = load_answers(args.answers or demo_answers(args.profile))
     stages = select_stages(args.only, args.from_stage)
     if (args.fault or args.reset) and not args.demo:
         raise UsageError("--fault and --reset only apply to the simulated cluster (--demo)")
+    from wizard.answers import load_answers
+
+    answers = load_answers(args.answers or demo_answers(args.profile))
+    import asyncio  # not at the top: --help and usage errors must stay cheap (bench/startup.py)
+
     return asyncio.run(_headless(args, answers, stages))
 
 
@@ -183,6 +185,9 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
 
 
 async def _run_session(answers, steps, targets, args, bus, options, password) -> int:  # type: ignore[no-untyped-def]
+    import asyncio
+    import signal
+
     from wizard.session import open_session
 
     session = open_session(answers, steps, targets, args.state_dir, bus, simulated=args.demo, password=password)

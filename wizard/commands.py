@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from pathlib import Path
+from typing import Any
 
 from wizard.errors import EXIT_OK, EXIT_USAGE
 
@@ -36,6 +36,13 @@ def dispatch(name: str, args: Sequence[str]) -> int:
     return handler(list(args))
 
 
+def _run_async(coroutine: Coroutine[Any, Any, int]) -> int:
+    """asyncio.run, imported on use: a subcommand's --help or usage error must not pay for asyncio."""
+    import asyncio
+
+    return asyncio.run(coroutine)
+
+
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:
     from wizard.cli import _Parser
 
@@ -53,7 +60,7 @@ def plan_cmd(argv: list[str]) -> int:
     p.add_argument("--state-dir", type=Path)
     p.add_argument("--json", action="store_true", help="print the plans as one JSON document on stdout")
     p.add_argument("--fault", action="append", default=[])
-    from wizard.session import add_profile_option, check_profile, demo_answers
+    from wizard.profiles import add_profile_option, check_profile, demo_answers
 
     add_profile_option(p)
     args = p.parse_args(argv)
@@ -66,7 +73,7 @@ def plan_cmd(argv: list[str]) -> int:
     args.profile = check_profile(args.profile, args.demo)
     answers = load_answers(args.answers or demo_answers(args.profile))
     stages = select_stages(args.only, args.from_stage)
-    return asyncio.run(_plan(args, answers, stages))
+    return _run_async(_plan(args, answers, stages))
 
 
 async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  # type: ignore[no-untyped-def]
@@ -170,7 +177,7 @@ def lab_cmd(argv: list[str]) -> int:
     args = p.parse_args(argv)
     from wizard.lab_serve import serve_lab
 
-    return asyncio.run(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile))
+    return _run_async(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile))
 
 
 # -- rollback ---------------------------------------------------------------------------------------------
@@ -195,7 +202,7 @@ def rollback_cmd(argv: list[str]) -> int:
 
     answers = load_answers(args.answers or example_answers())
     stages = [s for s in reversed(STAGE_IDS) if not args.stage or s in args.stage]
-    return asyncio.run(_rollback(args, answers, chosen_hosts(answers, args.host), stages))
+    return _run_async(_rollback(args, answers, chosen_hosts(answers, args.host), stages))
 
 
 async def _rollback(args: argparse.Namespace, answers, hosts: list[str], stages: list[str]) -> int:  # type: ignore[no-untyped-def]

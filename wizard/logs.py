@@ -75,6 +75,13 @@ class HostLogs:
         self._append(host, ("  | " if stream == "stdout" else "  ! ") + line)
         self._flush_soon(host)
 
+    def lines(self, host: str, stream: Stream, lines: list[str]) -> None:
+        """Many output lines at once: one timestamp, one redaction pass and one write for all of them."""
+        prefix = f"{self._stamp()} " + ("  | " if stream == "stdout" else "  ! ")
+        text = prefix + ("\n" + prefix).join(lines) + "\n"
+        self._file(host).write(self.redact(text))
+        self._flush_soon(host)
+
     def finished(self, host: str, result: CommandResult | None, error: str | None) -> None:
         if result is not None:
             self.write(host, f"  = exit {result.exit_status} ({result.duration_s:.2f}s)")

@@ -130,14 +130,18 @@ class _NotYetFetched:
 
     def __init__(self, name: str) -> None:
         self.name = name
+        self.asked = False  # anything reached this host: the dry run's result is not the real one
 
     async def run(self, argv: Sequence[str] | str, **kwargs: Any) -> CommandResult:
+        self.asked = True
         return CommandResult(render_command(argv), 255, "", "roce-wizard: not fetched yet (dry run)", 0.0)
 
     async def read_file(self, path: str, *, sudo: bool = False) -> str | None:
+        self.asked = True
         return None
 
     def __getattr__(self, attr: str) -> Any:
+        self.asked = True
         raise ExecutorError(self.name, f"dry run: {attr} is not available")
 
 
@@ -147,28 +151,35 @@ async def fetch_dependents(
     probe: Callable[[Any], Awaitable[Any]],
     *,
     rounds: int = 2,
-) -> int:
+) -> tuple[int, tuple[Any, Prefetched] | None]:
     """Add to ``fetched`` the commands a probe would run that depend on what it already has: run the probe's code
     against ``fetched`` with every other command failing locally (a dry run; nothing reaches the host), batch what it
-    asked for, and repeat while it asks for more, at most ``rounds`` times. Returns the number of extra batches.
+    asked for, and repeat while it asks for more, at most ``rounds`` times.
+
+    Returns the number of extra batches and, when the last dry run was answered entirely from ``fetched`` (it asked
+    the host for nothing and raised nothing), its result and reader: the probe is deterministic given its answers,
+    so that run IS the real read, and running the probe's parsing once more would only cost CPU.
 
     Why: per-port and per-card reads (``ethtool <netdev>``, ``mlxconfig -d <pci>``) need the port list from the same
-    read, so they cannot be declared. The dry run costs CPU on the control machine (the probe's parsing runs again),
-    not a round trip per command. A command asked for because a dry-run answer was missing may be a wrong guess;
-    it is only a wasted read, and the real probe still asks the host for anything it did not get."""
+    read, so they cannot be declared. The dry run costs CPU on the control machine, not a round trip per command. A
+    command asked for because a dry-run answer was missing may be a wrong guess; it is only a wasted read, and the
+    real probe still asks the host for anything it did not get."""
     batches = 0
-    for _ in range(rounds):
-        dry = Prefetched(_NotYetFetched(executor.name), dict(fetched))  # type: ignore[arg-type]
+    for _ in range(rounds + 1):
+        host = _NotYetFetched(executor.name)
+        dry = Prefetched(host, dict(fetched))  # type: ignore[arg-type]
         try:
-            await probe(dry)
+            found = await probe(dry)
         except Exception:  # noqa: BLE001 - a dry run that trips over a missing answer still says what it asked for
-            pass
+            host.asked = True
+        if not host.asked:
+            return batches, (found, dry)
         wanted = [key for key in dict.fromkeys(dry.missed_keys) if key not in fetched]
-        if not wanted:
+        if not wanted or batches == rounds:
             break
         fetched.update(await fetch(executor, wanted))
         batches += 1
-    return batches
+    return batches, None
 
 
 async def read_stage(step: Any, ctx: Any, log: ProbeLog | None) -> tuple[dict[str, Any], Prefetched]:
@@ -180,8 +191,23 @@ async def read_stage(step: Any, ctx: Any, log: ProbeLog | None) -> tuple[dict[st
     wanted = declared + (log.learned(step.id) if log is not None else [])
     fetched = await fetch(executor, wanted) if wanted else {}
     if fetched:
-        await fetch_dependents(executor, fetched, lambda ex: step.probe(replace(ctx, executor=ex,
-                               facts=copy.deepcopy(ctx.facts))))  # fmt: skip
+        dry_facts: list[dict[str, Any]] = []
+
+        def dry_run(ex: Any) -> Awaitable[Any]:
+            # The dry run reads a copy of the earlier stages' facts: a probe may add to them (ofed re-reads discovery)
+            dry_facts.append(copy.deepcopy(ctx.facts))
+            return step.probe(replace(ctx, executor=ex, facts=dry_facts[-1]))
+
+        _, complete = await fetch_dependents(executor, fetched, dry_run)
+        if complete is not None:
+            found, dry = complete
+            ctx.facts.clear()  # what the probe added to the facts, exactly as a real run would have added it
+            ctx.facts.update(dry_facts[-1])
+            reader = Prefetched(executor, {})
+            reader.calls = dry.calls
+            if log is not None:
+                log.remember(step.id, reader.calls)
+            return found, reader
     reader = Prefetched(executor, fetched)
     found = await step.probe(replace(ctx, executor=reader))
     if log is not None:

@@ -98,7 +98,8 @@ class HumanReporter:
         elif kind == "host_status" and d["status"] != "running":
             self._say(f"   {d['host']}: {_MARK.get(d['status'], d['status'])} - {d['reason']}")
         elif kind == "output" and self.verbose:
-            self._say(f"   {d['host']} | {d['line']}")
+            for line in d["lines"] if "lines" in d else [d["line"]]:
+                self._say(f"   {d['host']} | {line}")
         elif kind == "run_finished":
             verdict = "all stages verified" if d["exit_code"] == 0 else "not everything is verified"
             self._say(f"roce-wizard: {verdict} (exit {d['exit_code']}); state and logs in {d['state_dir']}")

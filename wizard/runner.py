@@ -81,6 +81,14 @@ class Runner:
         self.logs.line(host, stream, line)
         self.bus.emit("output", host=host, stream=stream, line=self.logs.redact(line))
 
+    def output_lines(self, host: str, stream: Stream, lines: list[str]) -> None:
+        """A probe's whole output from a batch: one log write and one ``output`` event whose ``lines`` holds them
+        all (a live command's lines still come one event each, with ``line``)."""
+        if not lines:
+            return
+        self.logs.lines(host, stream, lines)
+        self.bus.emit("output", host=host, stream=stream, lines=self.logs.redact("\n".join(lines)).split("\n"))
+
     def command_finished(self, host: str, command: str, result: CommandResult | None, error: str | None) -> None:
         record = self.store.host(host)
         record.command_in_flight = None

@@ -16,3 +16,33 @@ def test_engine_and_steps_do_not_import_textual() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == ""
+
+
+HEAVY = ("asyncio", "asyncssh", "pydantic", "yaml", "textual", "rich", "steps")
+
+
+def _heavy_modules_loaded_by(argv: list[str]) -> list[str]:
+    """Run ``roce-wizard ARGV`` (which exits with --help or a usage error) and list the heavy modules it loaded."""
+    code = (
+        "import sys\n"
+        "from wizard.cli import main\n"
+        f"try:\n    code = main({argv!r})\nexcept SystemExit:\n    pass\n"
+        f"print('LOADED:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = result.stdout.rsplit("LOADED:", 1)[1].strip()
+    return [m for m in loaded.split(",") if m]
+
+
+def test_help_and_usage_errors_load_no_heavy_module() -> None:
+    # Start-up is the price of every mistyped flag; asyncio alone costs more than the interpreter (bench/startup.py).
+    assert _heavy_modules_loaded_by(["--help"]) == []
+    assert _heavy_modules_loaded_by(["--no-such-flag"]) == []
+    assert _heavy_modules_loaded_by(["--only", "discovery", "--from", "roce", "--demo"]) == []
+
+
+def test_a_subcommands_help_loads_no_engine() -> None:
+    # (`lab --help` lists the simulated faults, so it loads the lab: a developer's command, not an operator's.)
+    for command in (["plan", "--help"], ["status", "--help"], ["rollback", "--help"], ["check", "--help"]):
+        loaded = _heavy_modules_loaded_by(command)
+        assert not [m for m in loaded if m.split(".")[0] in ("asyncio", "asyncssh", "textual")], (command, loaded)

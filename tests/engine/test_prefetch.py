@@ -86,10 +86,51 @@ async def test_a_dry_run_finds_the_commands_that_depend_on_the_first_batch_so_a_
 
     host = CountingHost()
     fetched = await fetch(host, [("uname -r", False)])  # type: ignore[arg-type]  # what a stage can declare
-    extra = await fetch_dependents(host, fetched, probe)  # type: ignore[arg-type]
+    extra, complete = await fetch_dependents(host, fetched, probe)  # type: ignore[arg-type]
+    assert complete is None, "the probe reads a counter twice: the second reading must come from the host"
     assert extra == 1 and host.execs == 2  # the declared batch, then one batch of what depended on it
     assert ("ethtool -r", False) in fetched  # its argument came from the first batch's answer
     reader = Prefetched(host, fetched)  # type: ignore[arg-type]
     facts = await probe(reader)
     assert reader.misses == ["read-counter"]  # only the fresh second reading, as the stage wants
     assert facts["ethtool"] == "out of ethtool -r" and facts["moved"] is True
+
+
+class TwoStepStage:
+    """A stage whose second probe depends on the first, and which adds to the facts it was given."""
+
+    id = "discovery"
+    dependent_probes: dict[str, str] = {}
+
+    def __init__(self) -> None:
+        self.parsed = 0  # how many times the probe's code (its parsing) ran on the control machine
+
+    def prefetch(self, ctx: Any) -> list[tuple[list[str], bool]]:
+        return [(["uname", "-r"], False)]
+
+    async def probe(self, ctx: Any) -> dict[str, Any]:
+        self.parsed += 1
+        first = await ctx.executor.run(["uname", "-r"])
+        second = await ctx.executor.run(["ethtool", first.stdout.split()[-1]])
+        ctx.facts["earlier"] = "re-read"  # as ofed re-reads discovery after an install
+        return {"ethtool": second.stdout}
+
+
+async def test_a_dry_run_answered_entirely_from_the_batches_is_the_read_itself(tmp_path: Path) -> None:
+    from wizard.prefetch import read_stage
+    from wizard.step import ProbeContext
+
+    host, stage = CountingHost(), TwoStepStage()
+    facts: dict[str, Any] = {"discovery": {"old": True}}
+    log = ProbeLog(tmp_path)
+    found, reader = await read_stage(stage, ProbeContext(None, host, None, facts), log)  # type: ignore[arg-type]
+    assert found == {"ethtool": "out of ethtool -r"}
+    assert host.execs == 2, "the declared batch and the batch of what depended on it"
+    assert stage.parsed == 2, "two dry runs (the second answered everything); no third run of the same parsing"
+    assert facts == {"discovery": {"old": True}, "earlier": "re-read"}, "what the probe added reaches the facts"
+    assert reader.misses == [] and ("ethtool -r", False) in reader.calls
+    assert ("ethtool -r", False) in log.learned("discovery")
+    # The next read knows everything up front: one batch, one run of the probe's code.
+    host2, stage2 = CountingHost(), TwoStepStage()
+    again, _ = await read_stage(stage2, ProbeContext(None, host2, None, {}), log)  # type: ignore[arg-type]
+    assert again == found and host2.execs == 1 and stage2.parsed == 1

@@ -175,8 +175,31 @@ def _make_snapshot(vm_image: Path) -> Path:
     return target
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Keep each phase's report on the test item, so a fixture's teardown knows whether the test failed."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f"rep_{report.when}", report)
+
+
+def _guest_evidence(pair: VmPair) -> str:
+    """What the guests were doing, for a failed test: qemu's view and the tail of each serial console (the
+    kernel's messages: hung tasks, oopses, link changes), so a failure in CI can be read without re-running it."""
+    parts = []
+    for vm in pair.vms:
+        try:
+            status = vm.hmp("info status", wait_s=10)
+            network = vm.hmp("info network", wait_s=10)
+        except OSError as exc:
+            status, network = f"monitor unreachable: {exc}", ""
+        serial = vm.serial.read_text(errors="replace")[-6000:] if vm.serial.exists() else "(no serial log)"
+        parts.append(f"--- {vm.name}: {status}\n{network}\n--- {vm.name} serial console, last lines:\n{serial}")
+    return "\n".join(parts)
+
+
 @pytest.fixture
-def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path) -> Iterator[LabVms]:
+def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[LabVms]:
     """Both VMs resumed from the booted snapshot, with Soft-RoCE on their third cable (rxe_eth3).
 
     rxe_eth3 plays the part a ConnectX port's mlx5 device plays on a real server: RDMA hardware that is there
@@ -195,13 +218,19 @@ def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path) -> Iterator[L
         asyncio.run(_wait_ssh(pair, time.monotonic() + BOOT_TIMEOUT_S))
         for vm in pair.vms:
             # A resumed snapshot's clock is as old as the snapshot.
+            # dmesg -n 7: the kernel's messages reach the serial console (the image boots with `quiet`).
             ready = lab.ssh(
                 vm,
-                f"date -s @{time.time():.3f} >/dev/null && modprobe rdma_rxe && "
+                f"date -s @{time.time():.3f} >/dev/null && dmesg -n 7 && modprobe rdma_rxe && "
                 "rdma link add rxe_eth3 type rxe netdev eth3",
             )
             assert ready.exit_status == 0, ready.stderr
         yield lab
+        call = getattr(request.node, "rep_call", None)
+        if call is not None and call.failed:
+            print(_guest_evidence(pair))  # shown under "Captured stdout teardown" of the failed test
+            for log in sorted((tmp_path / "state").glob("**/*.log")):
+                print(f"--- the wizard's log {log.name}, last lines:\n" + "\n".join(log.read_text().splitlines()[-40:]))
     finally:
         pair.stop()
         for disk in workdir.glob("*.qcow2"):

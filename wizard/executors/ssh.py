@@ -70,6 +70,12 @@ class CommandListener(Protocol):
 
     def output_line(self, host: str, stream: Stream, line: str) -> None: ...
 
+    def output_lines(self, host: str, stream: Stream, lines: list[str]) -> None:
+        """Many lines that arrived together (a probe's output replayed from a batch): one call, not one per line.
+        Listeners that only know ``output_line`` get them one by one."""
+        for line in lines:
+            self.output_line(host, stream, line)
+
     def command_finished(self, host: str, command: str, result: CommandResult | None, error: str | None) -> None: ...
 
 
@@ -329,9 +335,17 @@ class SshExecutor:
         if not self.listener:
             return
         self.listener.command_started(self.name, one.command)
+        bulk = getattr(self.listener, "output_lines", None)
         for stream, text in (("stdout", one.stdout), ("stderr", one.stderr)):
-            for line in text.splitlines() if text else []:
-                self.listener.output_line(self.name, stream, line)  # type: ignore[arg-type]
+            if not text:
+                continue
+            # A batch hands over every probe's output at once: one call per probe and stream, not per line (at 256
+            # hosts the per-line events were most of the control machine's CPU).
+            if bulk is not None:
+                bulk(self.name, stream, text.splitlines())
+            else:
+                for line in text.splitlines():
+                    self.listener.output_line(self.name, stream, line)  # type: ignore[arg-type]
         self.listener.command_finished(self.name, one.command, one, None)
 
     async def _with_sudo(self, argv: Sequence[str] | str, input: str | None) -> tuple[str, str | None]:

@@ -21,7 +21,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--demo", action="store_true", help="test the SIMULATED cluster on 127.0.0.1")
     p.add_argument("--state-dir", type=Path, help="where results are saved (default: the cluster's state dir)")
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
-    from wizard.session import add_profile_option
+    from wizard.profiles import add_profile_option
 
     add_profile_option(p)
     p.add_argument("--json", action="store_true", help="print the results as one JSON document on stdout")
