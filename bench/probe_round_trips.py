@@ -29,6 +29,8 @@ from wizard.runner import Runner  # noqa: E402
 READ: contextvars.ContextVar[str] = contextvars.ContextVar("read", default="other")
 EXECS: Counter[tuple[str, str]] = Counter()  # (host, "stage #n") -> execs
 READS: Counter[tuple[str, str]] = Counter()  # (host, stage) -> reads so far
+WAVES: Counter[tuple[str, str]] = Counter()  # (host, "stage #n") -> round trips (execs in flight together count once)
+IN_FLIGHT: Counter[tuple[str, str]] = Counter()
 
 
 def instrument() -> None:
@@ -36,8 +38,17 @@ def instrument() -> None:
     read_host = Runner._read_host
 
     async def counted_exec(self: SshExecutor, *args: Any, **kwargs: Any) -> Any:
-        EXECS[(self.target.name, READ.get())] += 1
-        return await exec_(self, *args, **kwargs)
+        key = (self.target.name, READ.get())
+        EXECS[key] += 1
+        # A round trip is a wave of execs in flight together (the plain and the sudo batch go out at once): an exec
+        # that starts while none of the same read is running starts a new wave.
+        if not IN_FLIGHT[key]:
+            WAVES[key] += 1
+        IN_FLIGHT[key] += 1
+        try:
+            return await exec_(self, *args, **kwargs)
+        finally:
+            IN_FLIGHT[key] -= 1
 
     async def counted_read(self: Runner, stage: str, host: str) -> Any:
         READS[(host, stage)] += 1
@@ -58,9 +69,10 @@ def main(argv: list[str]) -> int:
     hosts = sorted({h for h, _ in EXECS})
     reads = sorted({r for _, r in EXECS}, key=lambda r: (r == "other", r))
     print(f"roce-wizard {' '.join(argv)}  (exit {code})")
-    print(f"{'read':<18}" + "".join(f"{h:>10}" for h in hosts))
+    print("execs (round trips) per host")
+    print(f"{'read':<18}" + "".join(f"{h:>12}" for h in hosts))
     for read in reads:
-        print(f"{read:<18}" + "".join(f"{EXECS[(h, read)]:>10}" for h in hosts))
+        print(f"{read:<18}" + "".join(f"{f'{EXECS[(h, read)]} ({WAVES[(h, read)]})':>12}" for h in hosts))
     return code
 
 

@@ -44,12 +44,15 @@ def wizard_script() -> list[str]:
     return [found] if found else [sys.executable, "-m", "wizard"]
 
 
-def timed(argv: list[str], repeat: int) -> list[float]:
-    seconds = []
+def timed_round_robin(commands: list[list[str]], repeat: int) -> list[list[float]]:
+    """Each command ``repeat`` times, interleaved (one run of each, then again), so a change in machine load
+    moves every command alike instead of whichever was being measured at the time."""
+    seconds: list[list[float]] = [[] for _ in commands]
     for _ in range(repeat):
-        started = time.perf_counter()
-        subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        seconds.append(time.perf_counter() - started)
+        for i, argv in enumerate(commands):
+            started = time.perf_counter()
+            subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+            seconds[i].append(time.perf_counter() - started)
     return seconds
 
 
@@ -57,24 +60,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=20, help="runs per command (default 20)")
     args = parser.parse_args()
-    timed([sys.executable, "-c", "pass"], 3)  # warm the page cache before anything is measured
-    bare = timed([sys.executable, "-c", "pass"], args.repeat)
-    floor = statistics.median(bare)
-    # What any argparse program pays to print its help: the floor a Python command line can reach.
-    argparse_floor = timed([sys.executable, "-c", ARGPARSE_HELP], args.repeat)
     script = wizard_script()
+    rows = [
+        ("python3 -c pass", [sys.executable, "-c", "pass"]),
+        # What any argparse program pays to print its help: the floor a Python command line can reach.
+        ("argparse alone printing --help", [sys.executable, "-c", ARGPARSE_HELP]),
+        *((label, [*script, *extra]) for label, extra in COMMANDS),
+    ]
+    timed_round_robin([argv for _, argv in rows], 2)  # warm the page cache before anything is measured
+    runs = timed_round_robin([argv for _, argv in rows], args.repeat)
+    floor = statistics.median(runs[0])
     print(f"{'command':34} {'median':>8} {'min':>8} {'max':>8} {'x bare':>7}")
-    print(f"{'python3 -c pass':34} {floor * 1000:7.1f}ms {min(bare) * 1000:7.1f}ms {max(bare) * 1000:7.1f}ms {1:7.2f}")
-    median = statistics.median(argparse_floor)
-    print(
-        f"{'argparse alone printing --help':34} {median * 1000:7.1f}ms {min(argparse_floor) * 1000:7.1f}ms "
-        f"{max(argparse_floor) * 1000:7.1f}ms {median / floor:7.2f}"
-    )
-    for label, extra in COMMANDS:
-        runs = timed([*script, *extra], args.repeat)
-        median = statistics.median(runs)
+    for (label, _), seconds in zip(rows, runs, strict=True):
+        median = statistics.median(seconds)
         print(
-            f"{label:34} {median * 1000:7.1f}ms {min(runs) * 1000:7.1f}ms {max(runs) * 1000:7.1f}ms "
+            f"{label:34} {median * 1000:7.1f}ms {min(seconds) * 1000:7.1f}ms {max(seconds) * 1000:7.1f}ms "
             f"{median / floor:7.2f}"
         )
     return 0

@@ -24,6 +24,10 @@ IOMMU_TYPES = "grep -sH . /sys/bus/pci/devices/*/iommu_group/type"
 LSPCI_VVV = ["lspci", "-D", "-vvv"]
 CMDLINE = ["cat", "/proc/cmdline"]
 IOMMU_GROUPS = ["ls", "/sys/kernel/iommu_groups"]
+# Which firmware tools are installed, read with the first batch: the per-card queries then go out together with the
+# other per-port reads, instead of an mlxconfig try whose "not found" starts another round trip for mstconfig.
+# (`command -v` is POSIX and built into every shell; it prints the path of each tool found, exit 1 if one is not.)
+FIRMWARE_TOOLS_PROBE = "command -v mlxconfig mstconfig"
 
 
 class _Model(BaseModel):
@@ -191,9 +195,10 @@ async def probe_platform(ex: Any, nics: dict[str, str], gpus: dict[str, str]) ->
 def platform_prefetch() -> list[tuple[list[str] | str, bool]]:
     """What ``probe_platform`` runs on any host with a ConnectX function or a GPU, whatever they are: lspci -vvv
     with sudo (a refused sudo batch is skipped and the probe reads it plainly), the kernel command line, the PCI
-    paths and the IOMMU groups. The IOMMU type read (only when groups exist) and the per-card firmware queries
-    are not listed."""
-    return [(LSPCI_VVV, True), (CMDLINE, False), (IOMMU_GROUPS, False), (PCI_PATHS, False)]
+    paths, the IOMMU groups and which firmware tools are installed. The IOMMU type read (only when groups exist)
+    and the per-card firmware queries are not listed."""
+    plain = [CMDLINE, IOMMU_GROUPS, PCI_PATHS, FIRMWARE_TOOLS_PROBE]
+    return [(LSPCI_VVV, True), *((c, False) for c in plain)]
 
 
 def firmware_cards(functions: list[str]) -> list[str]:
@@ -208,20 +213,26 @@ def firmware_argv(tool: str, pci: str) -> list[str]:
 
 def firmware_prefetch(functions: list[str], known_tool: str | None) -> list[tuple[list[str] | str, bool]]:
     """The firmware queries ``_probe_firmware`` will run, predicted from an earlier read (``known_tool``: the
-    tool that answered then): every card with that tool, after the one mlxconfig query that fails when only
-    mstconfig is there. Unknown: the first mlxconfig query only."""
-    cards = firmware_cards(functions)
-    if not cards:
-        return []
+    tool that answered then): every card with that tool. Unknown: none (the dry run finds them)."""
     if known_tool not in FIRMWARE_TOOLS:
-        return [(firmware_argv(FIRMWARE_TOOLS[0], cards[0]), True)]
-    tried = [] if known_tool == FIRMWARE_TOOLS[0] else [(firmware_argv(FIRMWARE_TOOLS[0], cards[0]), True)]
-    return tried + [(firmware_argv(known_tool, pci), True) for pci in cards]  # type: ignore[arg-type]
+        return []
+    return [(firmware_argv(known_tool, pci), True) for pci in firmware_cards(functions)]  # type: ignore[arg-type]
+
+
+def installed_tools(result: Any) -> tuple[str, ...]:
+    """The firmware tools ``command -v`` found, in order of preference; every tool where it gave no usable answer
+    (not run, or a shell that failed otherwise): then each is tried, and "not found" is learnt the slow way."""
+    if result.exit_status not in (0, 1):
+        return FIRMWARE_TOOLS
+    found = {line.strip().rsplit("/", 1)[-1] for line in result.stdout.splitlines()}
+    return tuple(tool for tool in FIRMWARE_TOOLS if tool in found)
 
 
 async def _probe_firmware(ex: Any, facts: PlatformFacts, functions: list[str]) -> None:
     cards = firmware_cards(functions)
-    for tool in FIRMWARE_TOOLS:
+    if not cards:
+        return
+    for tool in installed_tools(await ex.run(FIRMWARE_TOOLS_PROBE)):
         for pci in cards:
             try:
                 result = await ex.run(firmware_argv(tool, pci), sudo=True)

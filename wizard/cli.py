@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from wizard import __version__
 from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, UsageError, WizardError
@@ -19,6 +18,13 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}")
 
 
+def _path(text: str) -> object:
+    """argparse's type for paths; pathlib (with urllib and ipaddress behind it) loads only when a path is given."""
+    from pathlib import Path
+
+    return Path(text)
+
+
 def _run_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="roce-wizard",
@@ -27,13 +33,13 @@ def _run_parser() -> argparse.ArgumentParser:
         epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor,switch-config,"
         "import} --help",
     )
-    p.add_argument("--answers", type=Path, help="answers file; runs every stage headless")
+    p.add_argument("--answers", type=_path, help="answers file; runs every stage headless")
     p.add_argument("--demo", action="store_true", help="run against the built-in SIMULATED cluster on 127.0.0.1")
     p.add_argument("--only", help="comma-separated stages to run (" + ",".join(STAGE_IDS) + ")")
     p.add_argument("--from", dest="from_stage", choices=STAGE_IDS, help="start at this stage")
     p.add_argument("--yes", action="store_true", help="allow changes marked disruptive or reboot")
     p.add_argument("--json", action="store_true", help="one JSON event per line on stdout; progress on stderr")
-    p.add_argument("--state-dir", type=Path, help="where progress, facts and logs are kept")
+    p.add_argument("--state-dir", type=_path, help="where progress, facts and logs are kept")
     p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
     p.add_argument("--reset", action="store_true", help="(--demo) start from bare simulated hosts, forget progress")
     p.add_argument("--verbose", "-v", action="store_true", help="also print every command's output")

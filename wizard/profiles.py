@@ -6,9 +6,12 @@ Kept apart from wizard.session, which pulls in asyncssh, pydantic and the runner
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from wizard.errors import UsageError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 DEMO_PROFILES = ("reference", "rails-16")  # simulated clusters of --demo; reference (the seed-000 pair) by default
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from tests.engine.test_ssh_executor import executor, lab  # noqa: F401 - the lab fixture
+import pytest
+
+from tests.engine.test_ssh_executor import executor, lab, start_lab  # noqa: F401 - the lab fixture
 from wizard.answers import parse_answers
 from wizard.events import Event, EventBus
-from wizard.executors import ConnectionLost
+from wizard.executors import ConnectionLost, SudoRefused
 from wizard.executors.batch import new_token, script, split
 from wizard.lab import Lab
 from wizard.logs import HostLogs, Redactor
@@ -131,3 +133,33 @@ async def test_a_probes_output_from_a_batch_is_one_event_and_each_line_is_logged
     log = (tmp_path / "logs" / "server1.log").read_text()
     assert "  | a\n" in log and "  | b\n" in log
     assert 'NAME="******' in log and "Ubuntu" not in log
+
+
+async def test_a_sudo_batch_goes_straight_to_sudo_and_a_refusal_reads_as_a_lone_sudo_command_would() -> None:
+    # No `sudo -n true` round trip in front of the first sudo batch; where sudo refuses, the refusal is worded by the
+    # usual proof (and the script's stdin, which sudo never read, is no error of its own).
+    faulty = await start_lab("server2:sudo_refused")
+    ok, refused = executor(faulty, "server1"), executor(faulty, "server2")
+    commands: list[str] = []
+    for ex in (ok, refused):
+        real = ex._exec
+
+        async def counted(shown: str, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            commands.append(shown)
+            return await _real(shown, *args, **kwargs)
+
+        ex._exec = counted  # type: ignore[method-assign]
+    try:
+        first, second = await ok.run_batch([["id", "-u"], ["cat", "/proc/cmdline"]], sudo=True)
+        assert (first.command, first.stdout) == ("sudo id -u", "0")
+        assert len(commands) == 1 and "sudo -n true" not in commands
+        await ok.run(["id", "-u"], sudo=True)  # sudo is known to work now: no proof later either
+        assert "sudo -n true" not in commands
+        commands.clear()
+        with pytest.raises(SudoRefused, match="a password is required"):
+            await refused.run_batch([["id", "-u"]], sudo=True)
+        assert commands[1:] == ["sudo -n true"], "the proof that words the refusal"
+    finally:
+        await ok.close()
+        await refused.close()
+        await faulty.stop()

@@ -86,3 +86,16 @@ def test_vpi_port_set_to_infiniband_fails_discovery_and_is_not_a_gpudirect_item(
 def test_missing_firmware_tools_skip_with_the_reason():
     item = by_id(platform_checks(facts(), NICS, GPUS))["nic_firmware"]
     assert item.status == "skip" and "mstconfig" in item.evidence
+
+
+def test_the_firmware_tools_command_v_finds_are_the_ones_queried() -> None:
+    from steps.platform_facts import installed_tools
+    from wizard.executors.base import CommandResult
+
+    def found(status: int, out: str) -> tuple[str, ...]:
+        return installed_tools(CommandResult("command -v mlxconfig mstconfig", status, out, "", 0.0))
+
+    assert found(0, "/usr/bin/mlxconfig\n/usr/bin/mstconfig") == ("mlxconfig", "mstconfig")
+    assert found(1, "/usr/bin/mstconfig") == ("mstconfig",), "DOCA-OFED's mstflint only: no mlxconfig try first"
+    assert found(1, "") == (), "neither installed: nothing to query"
+    assert found(255, "") == ("mlxconfig", "mstconfig"), "no usable answer: try each, as before"

@@ -61,7 +61,7 @@ class LabVms:
                 "identity_file": str(self.pair.key_file),
                 "known_hosts": str(self.known_hosts),
                 "connect_timeout_s": 20,
-                "keepalive_interval_s": 2,
+                "keepalive_interval_s": 5,  # the default: a TCG guest busy in netplan apply can be silent for 6 s
                 "command_timeout_s": 300,
                 **(ssh or {}),
             },

@@ -295,7 +295,13 @@ class SshExecutor:
         token = batch.new_token()
         text = batch.script(commands, token)
         remote, stdin = SBIN_ON_PATH + "sh -s", text
-        if sudo:
+        optimistic = sudo and self._sudo_mode is None and not self.target.sudo_password
+        if optimistic:
+            # Straight to `sudo -n`, without the separate `sudo -n true` first: that exec was a round trip of its own
+            # in front of every host's first sudo batch. If sudo itself refuses, the script never starts (no opening
+            # delimiter) and the usual proof below words the refusal exactly as before.
+            remote = shlex.join(["sudo", "-n", "--", "sh", "-s"])
+        elif sudo:
             remote, stdin = await self._with_sudo(["sh", "-s"], text)
         limit = timeout_s or self.target.command_timeout_s
         shown = f"a batch of {len(commands)} probes ({render_command(commands[0])}, ...)"
@@ -317,6 +323,11 @@ class SshExecutor:
                 self.listener.command_started(self.name, f"sudo {name}" if sudo else name)
                 self.listener.command_finished(self.name, f"sudo {name}" if sudo else name, None, exc.detail)
             raise
+        if optimistic:
+            if f"\n{token} 0\n" not in result.raw_stdout:
+                await self._sudo_mode_for_host()  # raises SudoRefused naming the cause, as a lone sudo command would
+                return await self.run_batch(commands, sudo=sudo, timeout_s=timeout_s)
+            self._sudo_mode = "nopasswd"
         parts = batch.split(result.raw_stdout, result.stderr + "\n", token, len(commands))
         share = result.duration_s / len(commands)
         results = [batch.as_result(c, part, share, sudo=sudo) for c, part in zip(commands, parts, strict=True)]
@@ -403,9 +414,14 @@ class SshExecutor:
             self._conn = None
             why = self._bastion_note(f"connection lost before {shown!r} started: {self._lost_reason or exc}")
             raise ConnectionLost(self.name, why) from None
-        if stdin:
-            process.stdin.write(stdin)
-        process.stdin.write_eof()
+        try:
+            if stdin:
+                process.stdin.write(stdin)
+            process.stdin.write_eof()
+        except BrokenPipeError:
+            # The command ended before reading its input (`sudo -n` refusing at once does): what it printed and its
+            # exit status still come; a connection that really died shows up below as a missing exit status.
+            pass
 
         async def pump(reader: asyncssh.SSHReader[str], stream: Stream, sink: list[str]) -> None:
             async for line in reader:
