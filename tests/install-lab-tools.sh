@@ -2,7 +2,8 @@
 # Installs what the two real labs need, so their tests run instead of skipping:
 #  - tests/nslab (network-namespace hosts with real OpenSSH): sshd, sudo, iptables;
 #  - tests/vmlab (two qemu VMs with a real kernel): qemu, qemu-img, mmdebstrap (builds the VM image once), mke2fs;
-#  - both: ssh-keygen.
+#  - both: ssh-keygen;
+#  - tests/handoff/metrics: promtool (Debian package prometheus) checks the shipped alert rules.
 # It needs root and apt-get; anywhere else it says so, changes nothing, and those tests skip with the reason.
 # Already installed tools are not touched. sshd is only installed: the namespace lab starts its own, one per host.
 set -eu
@@ -15,6 +16,7 @@ command -v mke2fs >/dev/null 2>&1 || [ -x /sbin/mke2fs ] || need="$need e2fsprog
 [ -x /usr/sbin/sshd ] || need="$need openssh-server"
 command -v sudo >/dev/null 2>&1 || need="$need sudo"
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need="$need iptables"
+command -v promtool >/dev/null 2>&1 || need="$need prometheus"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
   echo "labs: not installing$need (needs root and apt-get); tests/nslab and tests/vmlab will skip" >&2

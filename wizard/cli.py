@@ -10,7 +10,20 @@ from wizard import __version__
 from wizard.errors import EXIT_FAILED, EXIT_USAGE, AnswersError, StateError, UsageError, WizardError
 
 STAGE_IDS = ("discovery", "ofed", "network", "roce", "gpudirect", "nccl", "inference")
-SUBCOMMANDS = ("check", "plan", "status", "schema", "parse", "lab", "rollback", "bwtest", "doctor", "switch-config")
+SUBCOMMANDS = (
+    "check",
+    "plan",
+    "status",
+    "schema",
+    "parse",
+    "lab",
+    "rollback",
+    "bwtest",
+    "doctor",
+    "switch-config",
+    "export",
+    "metrics",
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,8 +43,7 @@ def _run_parser() -> argparse.ArgumentParser:
         prog="roce-wizard",
         description="From bare GPU servers to a verified RoCE fabric. Without --answers (and without --demo) "
         "it opens the terminal wizard.",
-        epilog="Other commands: roce-wizard {check,plan,status,schema,parse,lab,rollback,bwtest,doctor,switch-config,"
-        "import} --help",
+        epilog="Other commands: roce-wizard {" + ",".join((*SUBCOMMANDS, "import")) + "} --help",
     )
     p.add_argument("--answers", type=_path, help="answers file; runs every stage headless")
     p.add_argument("--demo", action="store_true", help="run against the built-in SIMULATED cluster on 127.0.0.1")

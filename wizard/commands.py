@@ -25,6 +25,12 @@ def dispatch(name: str, args: Sequence[str]) -> int:
         from wizard.validate.cli import bwtest_cmd, doctor_cmd
 
         return {"bwtest": bwtest_cmd, "doctor": doctor_cmd}[name](list(args))
+    if name == "export":
+        return export_cmd(list(args))
+    if name == "metrics":
+        from wizard.metrics.command import metrics_cmd
+
+        return metrics_cmd(list(args))
     handler = {
         "plan": plan_cmd,
         "status": status_cmd,
@@ -41,6 +47,31 @@ def _run_async(coroutine: Coroutine[Any, Any, int]) -> int:
     import asyncio
 
     return asyncio.run(coroutine)
+
+
+# -- export -----------------------------------------------------------------------------------------------
+EXPORTS = {  # what `roce-wizard export KIND` writes -> (module, entry point taking the arguments after KIND)
+    "k8s": ("wizard.export.k8s_command", "k8s_cmd"),
+}
+
+
+def export_cmd(argv: list[str]) -> int:
+    """`roce-wizard export KIND ...`: hand the verified design to another engine (each kind has its own --help)."""
+    import importlib
+
+    from wizard.errors import UsageError
+
+    kinds = ",".join(sorted(EXPORTS))
+    if argv[:1] in (["-h"], ["--help"]):
+        print(f"usage: roce-wizard export {{{kinds}}} [--help] ...\n")
+        print("Write the design the wizard verified as input for another engine; each kind has its own --help:")
+        print("; ".join(f"roce-wizard export {k} --help" for k in sorted(EXPORTS)))
+        return EXIT_OK
+    if not argv or argv[0] not in EXPORTS:
+        got = f" {argv[0]!r}" if argv else ""
+        raise UsageError(f"export: unknown kind{got}; one of {kinds} (roce-wizard export KIND --help)")
+    module, function = EXPORTS[argv[0]]
+    return int(getattr(importlib.import_module(module), function)(argv[1:]))
 
 
 def _parser(prog: str, description: str) -> argparse.ArgumentParser:

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.fixture_files import real_outputs
+from wizard.commands import EXPORTS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
 
@@ -93,3 +94,16 @@ def test_the_open_file_limit_is_raised_for_large_clusters() -> None:
     got, hard, soft = (int(x) for x in result.stdout.split())
     assert got == soft
     assert soft == min(65536, hard) if hard > 0 else soft == 65536
+
+
+def test_export_names_its_kinds_and_refuses_an_unknown_one_in_one_line() -> None:
+    listed = cli("export", "--help")
+    assert listed.returncode == 0 and "roce-wizard export k8s --help" in listed.stdout
+    unknown = cli("export", "terraform")
+    assert unknown.returncode == 2
+    assert unknown.stderr.strip().splitlines() == [
+        f"roce-wizard: export: unknown kind 'terraform'; one of {','.join(sorted(EXPORTS))} "
+        "(roce-wizard export KIND --help)"
+    ]
+    for kind in EXPORTS:
+        assert cli("export", kind, "--help").returncode == 0, kind

@@ -1,0 +1,81 @@
+"""Facts from the simulated cluster, read once per session, and helpers to validate generated objects."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from wizard.answers import Answers, load_answers
+from wizard.paths import example_answers
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "fixtures" / "k8s-schemas"
+_CRDS = {
+    "NicClusterPolicy": "mellanox.com_nicclusterpolicies.yaml",
+    "MacvlanNetwork": "mellanox.com_macvlannetworks.yaml",
+    "HostDeviceNetwork": "mellanox.com_hostdevicenetworks.yaml",
+    "IPoIBNetwork": "mellanox.com_ipoibnetworks.yaml",
+    "IPPool": "nv-ipam.nvidia.com_ippools.yaml",
+    "CIDRPool": "nv-ipam.nvidia.com_cidrpools.yaml",
+    "NicConfigurationTemplate": "configuration.net.nvidia.com_nicconfigurationtemplates.yaml",
+}
+
+
+def _crd(kind: str) -> tuple[str, dict[str, Any]]:
+    docs = [d for d in yaml.safe_load_all((SCHEMAS / _CRDS[kind]).read_text()) if d]
+    crd = docs[0]
+    version = next(v for v in crd["spec"]["versions"] if v.get("storage"))
+    return f"{crd['spec']['group']}/{version['name']}", version["schema"]["openAPIV3Schema"]
+
+
+def schema_errors(obj: dict[str, Any]) -> list[str]:
+    """Every error of ``obj`` against its CRD's openAPIV3Schema (pinned release) or the minimal core/v1 schema."""
+    kind = obj.get("kind")
+    if kind in _CRDS:
+        api_version, schema = _crd(kind)
+        errors = (
+            [] if obj.get("apiVersion") == api_version else [f"apiVersion {obj.get('apiVersion')} != {api_version}"]
+        )
+    else:
+        core = json.loads((SCHEMAS / "k8s-core-v1.30-minimal.json").read_text())
+        schema = core["kinds"].get(kind)
+        if schema is None:
+            return [f"no schema for kind {kind}"]
+        errors = []
+    validator = jsonschema.Draft7Validator(schema)
+    return errors + [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(obj)]
+
+
+@pytest.fixture(scope="session")
+def answers() -> Answers:
+    return load_answers(example_answers())
+
+
+@pytest.fixture(scope="session")
+def _demo_facts(answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    from wizard.export.k8s_command import _probe
+
+    old = os.environ.get("ROCE_WIZARD_LAB_TIME_SCALE")
+    os.environ["ROCE_WIZARD_LAB_TIME_SCALE"] = "0.001"
+    try:
+        args = argparse.Namespace(demo=True, fault=[], state_dir=tmp_path_factory.mktemp("state"), profile="reference")
+        return asyncio.run(_probe(args, answers))
+    finally:
+        if old is None:
+            os.environ.pop("ROCE_WIZARD_LAB_TIME_SCALE", None)
+        else:
+            os.environ["ROCE_WIZARD_LAB_TIME_SCALE"] = old
+
+
+@pytest.fixture
+def facts(_demo_facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The simulated hosts' discovery and network facts; a fresh copy each test may change."""
+    return copy.deepcopy(_demo_facts)

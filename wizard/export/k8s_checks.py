@@ -1,0 +1,165 @@
+"""Pitfalls of running RDMA under the NVIDIA Network Operator (seed 003), checked before anything is written."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+
+from wizard.export.k8s_inputs import K8sInputs, Rail
+
+NFD_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
+_HOST_DRIVER_MODULES = ("mlx5_core", "mlx5_ib")
+
+
+@dataclass
+class Findings:
+    """Warnings are printed and written to the README; refusals stop the export (nothing is written)."""
+
+    warnings: list[str] = field(default_factory=list)
+    refusals: list[str] = field(default_factory=list)
+
+
+def host_driver(inputs: K8sInputs) -> dict[str, str]:
+    """Hosts that already run an RDMA driver and which one (DOCA/MLNX_OFED or the inbox kernel's mlx5)."""
+    found = {}
+    for host in inputs.hosts:
+        disc = host.disc
+        if disc.ofed_stack:
+            found[host.name] = f"{disc.ofed_stack} {disc.ofed_version or ''}".strip()
+        elif any(m in disc.modules for m in _HOST_DRIVER_MODULES) or any(p.driver == "mlx5_core" for p in disc.ports):
+            found[host.name] = "inbox mlx5_core"
+    return found
+
+
+def check(inputs: K8sInputs, *, driver_container: bool = False) -> Findings:
+    """Every pitfall the export knows, as warnings or refusals with the reason and the fix."""
+    out = Findings()
+    if inputs.missing_facts:
+        out.refusals.append(
+            f"no discovery facts for {', '.join(inputs.missing_facts)}: the resources select the netdevs and PCI "
+            "device ids discovery found; run `roce-wizard --answers F --only discovery` (or pass --demo)"
+        )
+        return out
+    out.refusals.extend(inputs.blockers)
+    _bonds(inputs, out)
+    if not inputs.rails and not out.refusals:
+        out.refusals.append("the design has no RDMA rail on any host: nothing for the RDMA device plugin to select")
+    _driver(inputs, out, driver_container)
+    for rail in inputs.rails:
+        _same_netdev(rail, out)
+        _pool_fits(rail, len(inputs.hosts), out)
+    _qos_limits(inputs, out)
+    out.warnings.append(
+        f"every DaemonSet, pool and test pod selects nodes labelled {NFD_LABEL}=true: Node Feature Discovery must "
+        "run (nfd.enabled in the network-operator chart, or the GPU Operator's NFD); without it nothing is scheduled"
+    )
+    return out
+
+
+def _bonds(inputs: K8sInputs, out: Findings) -> None:
+    topology = inputs.answers.network.topology
+    if topology == "bond":
+        out.refusals.append(
+            "network.topology is bond: RDMA never passes through the Linux bonding driver, so the RDMA shared "
+            "device plugin would hand pods a bond no RDMA device carries (roce-correctness.md §0); use topology "
+            "rails (one resource per port) or roce_lag (the two ports of one card)"
+        )
+    if any(rail.ends and rail.ends[0].lag for rail in inputs.rails):
+        out.warnings.append(
+            "RoCE LAG bonds (mlx5_bond_N) are exported as one resource each; NVIDIA's RoCE-over-LAG note calls LAG "
+            "'not suitable for K8s and NCCL-based AI applications': rails are the design to prefer"
+        )
+    lag_members = {m for rail in inputs.rails for e in rail.ends for m in e.members}
+    for host in inputs.hosts:
+        for port in host.disc.rdma_ports():
+            if port.master and port.netdev not in lag_members:
+                out.refusals.append(
+                    f"{host.name}: {port.netdev} ({port.rdma_device}) is enslaved to {port.master}: a Linux bond "
+                    "the design does not hold as a RoCE LAG; pods given this port's RDMA device would send on one "
+                    "cable with the bond's GIDs. Remove the bond (topology rails) before deploying"
+                )
+
+
+def _driver(inputs: K8sInputs, out: Findings, wanted: bool) -> None:
+    drivers = host_driver(inputs)
+    if wanted and drivers:
+        listing = ", ".join(f"{h} ({d})" for h, d in drivers.items())
+        out.warnings.append(
+            f"--driver-container ignored: {listing} already run an RDMA driver; the DOCA driver container would "
+            "unload it and build its own over it (seed 003: an A100 node's NIC then flooded its logs for hours)"
+        )
+    missing = [h.name for h in inputs.hosts if h.name not in drivers]
+    if missing and not wanted:
+        out.warnings.append(
+            f"{', '.join(missing)} show no RDMA driver: run the wizard's ofed stage, or pass --driver-container to "
+            "let the Network Operator install the DOCA driver container on hosts without one"
+        )
+
+
+def _same_netdev(rail: Rail, out: Findings) -> None:
+    if len(rail.netdevs) > 1:
+        listing = ", ".join(f"{e.host}: {e.netdev}" for e in rail.ends)
+        out.warnings.append(
+            f"{rail.name}: the port has different names across hosts ({listing}); a MacvlanNetwork names one master "
+            f"netdev, so it uses {rail.ends[0].netdev}. Give the ports one name on every host (systemd .link files) "
+            "or split the nodes into one network each"
+        )
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """An nv-ipam IPPool's numbers for one rail."""
+
+    block: int
+    exclusions: list[tuple[str, str]]
+    free_per_node: list[int]
+
+
+def pool_plan(rail: Rail, nodes: int) -> PoolPlan:
+    """Per-node blocks as nv-ipam (network-operator v25.7.0) carves them: consecutive blocks of perNodeBlockSize
+    from the first host address, none reaching the broadcast address. The hosts' own rail addresses and the gateway
+    are excluded, so a pod never takes an address a host or the switch already has."""
+    net = rail.subnet
+    usable = net.num_addresses - 2 if net.version == 4 else min(net.num_addresses - 1, 1 << 16)
+    block = max(1, usable // max(1, nodes))
+    taken = sorted({ipaddress.ip_interface(e.address).ip for e in rail.ends})
+    if rail.gateway:
+        taken = sorted({*taken, ipaddress.ip_address(rail.gateway)})
+    first = net.network_address + 1
+    free = []
+    for n in range(nodes):
+        start, end = first + n * block, first + (n + 1) * block - 1
+        free.append(block - sum(1 for ip in taken if start <= ip <= end))
+    return PoolPlan(block, _ranges(taken), free)
+
+
+def _ranges(addresses: list) -> list[tuple[str, str]]:  # type: ignore[type-arg]
+    """Consecutive addresses merged into (start, end) ranges."""
+    out: list[list] = []  # type: ignore[type-arg]
+    for ip in addresses:
+        if out and int(ip) == int(out[-1][1]) + 1:
+            out[-1][1] = ip
+        else:
+            out.append([ip, ip])
+    return [(str(a), str(b)) for a, b in out]
+
+
+def _pool_fits(rail: Rail, nodes: int, out: Findings) -> None:
+    plan = pool_plan(rail, nodes)
+    empty = [n for n, free in enumerate(plan.free_per_node) if free < 1]
+    if empty:
+        out.warnings.append(
+            f"{rail.name}: subnet {rail.subnet} split into {nodes} per-node blocks of {plan.block} leaves "
+            f"{len(empty)} block(s) with no address outside the hosts' own and the gateway: pods on those nodes "
+            "get no address on this rail; give the rail a larger subnet"
+        )
+
+
+def _qos_limits(inputs: K8sInputs, out: Findings) -> None:
+    roce = inputs.answers.roce
+    if roce.ecn and roce.cnp_dscp != 4:
+        out.warnings.append(
+            f"NicConfigurationTemplate roceOptimized writes the firmware defaults CNP_DSCP=4/CNP_802P_PRIO=6 and has "
+            f"no field for the answers' cnp_dscp {roce.cnp_dscp}/cnp_priority {roce.cnp_priority}: keep the "
+            "wizard's roce stage, whose runtime ecn/roce_np settings override them after every boot"
+        )

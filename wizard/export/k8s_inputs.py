@@ -1,0 +1,118 @@
+"""What the Kubernetes export is built from: the answers plus each host's facts, reduced to rails by the network
+stage's own design function (steps/network_design.py), so no rail-to-port rule is written twice."""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass, field
+from typing import Any
+
+from steps.discovery_facts import DiscoveryFacts
+from steps.network_design import Design, design
+from steps.network_facts import NetworkFacts
+from wizard.answers import Answers
+
+
+@dataclass
+class HostRail:
+    """One host's end of a rail: the interface and RDMA device that carry it there."""
+
+    host: str
+    netdev: str
+    address: str  # the host's own address on the rail, "192.168.11.1/24"
+    rdma_device: str | None
+    device_id: str | None
+    lag: bool = False
+    members: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Rail:
+    """One RDMA network as Kubernetes sees it: a resource, a secondary network and an IP pool."""
+
+    index: int
+    key: str  # "rail0" or "bond:bond0", as in the network design
+    subnet: ipaddress.IPv4Network | ipaddress.IPv6Network
+    gateway: str | None
+    ends: list[HostRail] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """Kubernetes-safe name shared by the resource, the network and the pool."""
+        return self.key.replace("bond:", "lag-").replace("_", "-").lower()
+
+    @property
+    def resource(self) -> str:
+        """RDMA shared device plugin resource name (without the rdma/ prefix)."""
+        return f"rdma_{self.name.replace('-', '_')}"
+
+    @property
+    def netdevs(self) -> list[str]:
+        return sorted({e.netdev for e in self.ends})
+
+    @property
+    def device_ids(self) -> list[str]:
+        return sorted({e.device_id for e in self.ends if e.device_id})
+
+
+@dataclass
+class HostFacts:
+    """The facts of one host the export reads."""
+
+    name: str
+    disc: DiscoveryFacts
+    net: NetworkFacts
+    design: Design
+
+
+@dataclass
+class K8sInputs:
+    answers: Answers
+    hosts: list[HostFacts]
+    rails: list[Rail]
+    blockers: list[str] = field(default_factory=list)
+    missing_facts: list[str] = field(default_factory=list)
+
+
+def host_facts(answers: Answers, name: str, facts: dict[str, Any]) -> HostFacts:
+    """Validated facts of one host; a stage never read gives empty facts (the checks say so)."""
+    disc = DiscoveryFacts.model_validate(facts.get("discovery") or {})
+    net = NetworkFacts.model_validate(_network_only(facts.get("network") or {}))
+    return HostFacts(name, disc, net, design(answers, name, disc, net))
+
+
+def _network_only(data: dict[str, Any]) -> dict[str, Any]:
+    # The runner keeps cluster-wide probe results next to a stage's facts under "cluster"; they are no host fact.
+    return {k: v for k, v in data.items() if k != "cluster"}
+
+
+def gather(answers: Answers, facts: dict[str, dict[str, Any]]) -> K8sInputs:
+    """Rails across every host, from the same design the network stage applies."""
+    hosts = [host_facts(answers, h.name, facts.get(h.name, {})) for h in answers.hosts]
+    missing = [h.name for h in answers.hosts if not (facts.get(h.name) or {}).get("discovery")]
+    rails: dict[str, Rail] = {}
+    blockers: list[str] = []
+    for host in hosts:
+        blockers.extend(host.design.blockers)
+        for position, endpoint in enumerate(host.design.endpoints):
+            if not endpoint.rdma:
+                continue
+            rail = rails.get(endpoint.key)
+            if rail is None:
+                rail = rails[endpoint.key] = Rail(position, endpoint.key, endpoint.subnet, endpoint.gateway)
+            port = host.disc.port_by_netdev(endpoint.members[0] if endpoint.lag else endpoint.netdev)
+            rail.ends.append(
+                HostRail(
+                    host=host.name,
+                    netdev=endpoint.netdev,
+                    address=endpoint.address,
+                    rdma_device=endpoint.rdma_device,
+                    device_id=port.device_id if port else None,
+                    lag=endpoint.lag,
+                    members=list(endpoint.members),
+                )
+            )
+    ordered = sorted(rails.values(), key=lambda r: r.index)
+    for index, rail in enumerate(ordered):
+        rail.index = index
+    return K8sInputs(answers, hosts, ordered, blockers, missing)

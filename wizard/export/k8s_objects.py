@@ -1,0 +1,143 @@
+"""NVIDIA Network Operator custom resources (release v25.7.0) for the rails: NicClusterPolicy, one MacvlanNetwork
+and one nv-ipam IPPool per rail, and a NicConfigurationTemplate per NIC type for trust and PFC."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from wizard.export.k8s_checks import NFD_LABEL, host_driver, pool_plan
+from wizard.export.k8s_inputs import K8sInputs, Rail
+
+RELEASE = "v25.7.0"
+OPERATOR_NAMESPACE = "nvidia-network-operator"
+NETWORK_NAMESPACE = "default"
+RESOURCE_PREFIX = "rdma"
+# Image pins of network-operator v25.7.0 (hack/release.yaml at that tag).
+_MELLANOX = "nvcr.io/nvidia/mellanox"
+_COMPONENT_VERSION = f"network-operator-{RELEASE}"
+DOCA_DRIVER = {"image": "doca-driver", "repository": _MELLANOX, "version": "doca3.1.0-25.07-0.9.7.0-0"}
+Obj = dict[str, Any]
+
+
+def _image(name: str) -> Obj:
+    return {"image": name, "repository": _MELLANOX, "version": _COMPONENT_VERSION}
+
+
+def _nfd_affinity() -> Obj:
+    term = {"matchExpressions": [{"key": NFD_LABEL, "operator": "In", "values": ["true"]}]}
+    return {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+
+
+def device_plugin_config(inputs: K8sInputs) -> Obj:
+    """k8s-rdma-shared-dev-plugin configList: one resource per rail, selecting that rail's netdevs on PCI vendor
+    15b3 and the device ids discovery found on it (a port elsewhere with the same name is not picked up)."""
+    resources = []
+    for rail in inputs.rails:
+        selectors: Obj = {"vendors": ["15b3"], "ifNames": rail.netdevs}
+        if rail.device_ids:
+            selectors["deviceIDs"] = rail.device_ids
+        selectors["linkTypes"] = ["ether"]
+        resources.append({"resourceName": rail.resource, "rdmaHcaMax": 63, "selectors": selectors})
+    return {"configList": resources}
+
+
+def nic_cluster_policy(inputs: K8sInputs, *, driver_container: bool = False) -> Obj:
+    """The policy; ofedDriver only where asked for and no host already runs a driver (checked in k8s_checks)."""
+    spec: Obj = {"nodeAffinity": _nfd_affinity()}
+    if driver_container and not host_driver(inputs):
+        spec["ofedDriver"] = {
+            **DOCA_DRIVER,
+            "upgradePolicy": {"autoUpgrade": True, "maxParallelUpgrades": 1, "drain": {"enable": True}},
+        }
+    spec["rdmaSharedDevicePlugin"] = {
+        **_image("k8s-rdma-shared-dev-plugin"),
+        "config": json.dumps(device_plugin_config(inputs), indent=2),
+    }
+    spec["nvIpam"] = {**_image("nvidia-k8s-ipam"), "enableWebhook": False}
+    spec["secondaryNetwork"] = {"cniPlugins": _image("plugins"), "multus": _image("multus-cni")}
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "NicClusterPolicy",
+        "metadata": {"name": "nic-cluster-policy"},
+        "spec": spec,
+    }
+
+
+def macvlan_network(inputs: K8sInputs, rail: Rail) -> Obj:
+    """A macvlan on the rail's port: pods get an address in the rail subnet and reach the other hosts' rail ports
+    over the same cable the host uses (RDMA GIDs follow the macvlan address)."""
+    return {
+        "apiVersion": "mellanox.com/v1alpha1",
+        "kind": "MacvlanNetwork",
+        "metadata": {"name": rail.name},
+        "spec": {
+            "networkNamespace": NETWORK_NAMESPACE,
+            "master": rail.ends[0].netdev,
+            "mode": "bridge",
+            "mtu": inputs.answers.network.mtu,
+            "ipam": json.dumps({"type": "nv-ipam", "poolName": rail.name}),
+        },
+    }
+
+
+def ip_pool(inputs: K8sInputs, rail: Rail) -> Obj:
+    plan = pool_plan(rail, len(inputs.hosts))
+    spec: Obj = {"subnet": str(rail.subnet), "perNodeBlockSize": plan.block}
+    if plan.exclusions:
+        spec["exclusions"] = [{"startIP": a, "endIP": b} for a, b in plan.exclusions]
+    if rail.gateway:
+        # A rail gateway routes only to the other rails' subnets (per-rail tables); never a pod's default route.
+        spec["gateway"] = rail.gateway
+        spec["defaultGateway"] = False
+    spec["nodeSelector"] = {
+        "nodeSelectorTerms": _nfd_affinity()["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    }
+    return {
+        "apiVersion": "nv-ipam.nvidia.com/v1alpha1",
+        "kind": "IPPool",
+        "metadata": {"name": rail.name, "namespace": OPERATOR_NAMESPACE},
+        "spec": spec,
+    }
+
+
+def pfc_vector(priority: int) -> str:
+    """The template's PFC string: eight 0/1 flags, priority 0 first."""
+    return ",".join("1" if p == priority else "0" for p in range(max(8, priority + 1)))
+
+
+def nic_configuration_templates(inputs: K8sInputs) -> list[Obj]:
+    """One template per ConnectX device id on the rails: Ethernet, no VFs, trust dscp and PFC on the lossless
+    priority, limited to the rail ports' PCI addresses."""
+    roce = inputs.answers.roce
+    by_type: dict[str, list[str]] = {}
+    for host in inputs.hosts:
+        rail_netdevs = {
+            m for r in inputs.rails for e in r.ends if e.host == host.name for m in (e.members or [e.netdev])
+        }
+        for port in host.disc.ports:
+            if port.netdev in rail_netdevs and port.device_id:
+                by_type.setdefault(port.device_id, []).append(port.pci)
+    templates = []
+    for device_id, pcis in sorted(by_type.items()):
+        templates.append(
+            {
+                "apiVersion": "configuration.net.nvidia.com/v1alpha1",
+                "kind": "NicConfigurationTemplate",
+                "metadata": {"name": f"roce-{device_id}", "namespace": OPERATOR_NAMESPACE},
+                "spec": {
+                    "nodeSelector": {NFD_LABEL: "true"},
+                    "nicSelector": {"nicType": device_id, "pciAddresses": sorted(set(pcis))},
+                    "resetToDefault": False,
+                    "template": {
+                        "numVfs": 0,
+                        "linkType": "Ethernet",
+                        "roceOptimized": {
+                            "enabled": True,
+                            "qos": {"trust": "dscp", "pfc": pfc_vector(roce.priority)},
+                        },
+                    },
+                },
+            }
+        )
+    return templates

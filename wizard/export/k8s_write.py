@@ -1,0 +1,163 @@
+"""The Kubernetes export as files: numbered manifests in apply order, Helm values and a README."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from wizard.export import k8s_objects as objects
+from wizard.export import k8s_pods as pods
+from wizard.export.k8s_checks import NFD_LABEL, Findings, host_driver
+from wizard.export.k8s_inputs import K8sInputs
+
+Obj = dict[str, Any]
+
+
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (device plugin config, scripts) as readable literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+@dataclass
+class Manifest:
+    """One file of the export: a comment header and its objects."""
+
+    name: str
+    header: str
+    objects: list[Obj] = field(default_factory=list)
+    spec_note: str | None = None  # a comment placed under the first `spec:` (why something is left out)
+
+    def text(self) -> str:
+        header = "".join(f"# {line}".rstrip() + "\n" for line in self.header.splitlines())
+        docs = [yaml.dump(o, Dumper=_Dumper, sort_keys=False, width=120) for o in self.objects]
+        if self.spec_note and docs:
+            note = "".join(f"  # {line}".rstrip() + "\n" for line in self.spec_note.splitlines())
+            docs[0] = docs[0].replace("spec:\n", "spec:\n" + note, 1)
+        return header + "---\n" + "---\n".join(docs)
+
+
+def build(inputs: K8sInputs, *, driver_container: bool = False) -> list[Manifest]:
+    """Every manifest, in the order they are applied."""
+    policy = objects.nic_cluster_policy(inputs, driver_container=driver_container)
+    drivers = host_driver(inputs)
+    note = None
+    if "ofedDriver" not in policy["spec"]:
+        found = ", ".join(f"{h}: {d}" for h, d in drivers.items()) or "none found; --driver-container not given"
+        note = (
+            "ofedDriver is left out on purpose: the hosts run their own RDMA driver, and the DOCA driver container\n"
+            "would unload and replace it on every node it lands on (seed 003). The host driver stays in charge.\n"
+            f"Host drivers: {found}"
+        )
+    out = [
+        Manifest(
+            "10-nic-cluster-policy.yaml", f"NicClusterPolicy (network-operator {objects.RELEASE}).", [policy], note
+        ),
+        Manifest(
+            "20-ip-pools.yaml",
+            "nv-ipam pools, one per rail: the rail subnet in per-node blocks; the hosts' own rail addresses and the\n"
+            "rail gateway are excluded.",
+            [objects.ip_pool(inputs, r) for r in inputs.rails],
+        ),
+        Manifest(
+            "30-rail-networks.yaml",
+            "One MacvlanNetwork per rail (a NetworkAttachmentDefinition of the same name in namespace "
+            f"{objects.NETWORK_NAMESPACE}).",
+            [objects.macvlan_network(inputs, r) for r in inputs.rails],
+        ),
+        Manifest(
+            "40-nic-configuration.yaml",
+            "NIC Configuration Operator templates: trust dscp and PFC on the lossless priority (see README for what\n"
+            "they cannot express). Needs nicConfigurationOperator.enabled=true in the Helm values.",
+            objects.nic_configuration_templates(inputs),
+        ),
+    ]
+    pair = pods.pair_hosts(inputs)
+    if pair:
+        common = [pods.scripts_config_map(), pods.headless_service()]
+        out.append(
+            Manifest(
+                "50-rdma-test.yaml",
+                f"ib_write_bw on every rail: server on {pair[0]}, client on {pair[1]} (kubectl logs client).",
+                [*common, *pods.perftest_pods(inputs, pair)],
+            )
+        )
+        out.append(
+            Manifest(
+                "60-nccl-test.yaml",
+                f"NCCL all_reduce across {pair[0]} and {pair[1]} (kubectl logs nccl-0); apply 50-rdma-test.yaml\n"
+                "first for its ConfigMap and Service.",
+                pods.nccl_pods(inputs, pair),
+            )
+        )
+    return out
+
+
+def helm_values() -> str:
+    return (
+        f"# Helm values for nvidia/network-operator {objects.RELEASE}:\n"
+        f"#   helm install network-operator nvidia/network-operator -n {objects.OPERATOR_NAMESPACE} "
+        f"--create-namespace --version {objects.RELEASE} -f helm-values.yaml\n"
+        f"nfd:\n  enabled: true  # the manifests select nodes by {NFD_LABEL}; keep false only if NFD already runs\n"
+        "nicConfigurationOperator:\n  enabled: true  # applies 40-nic-configuration.yaml\n"
+        "sriovNetworkOperator:\n  enabled: false\n"
+    )
+
+
+def readme(inputs: K8sInputs, findings: Findings, manifests: list[Manifest]) -> str:
+    roce = inputs.answers.roce
+    rails = "\n".join(
+        f"- `{r.name}`: {r.subnet}, resource `{objects.RESOURCE_PREFIX}/{r.resource}`, "
+        + ", ".join(f"{e.host} {e.netdev} ({e.rdma_device})" for e in r.ends)
+        for r in inputs.rails
+    )
+    warnings = "\n".join(f"- {w}" for w in findings.warnings) or "- none"
+    files = "\n".join(f"kubectl apply -f {m.name}" for m in manifests)
+    cluster = inputs.answers.cluster.name
+    return f"""# Kubernetes hand-off for cluster `{cluster}` (NVIDIA Network Operator {objects.RELEASE})
+
+Generated by `roce-wizard export k8s` from the answers and the hosts' discovery facts. Node names must be the
+host names of the answers (the test pods select `kubernetes.io/hostname`).
+
+## Rails
+{rails}
+
+## Apply
+```
+helm install network-operator nvidia/network-operator -n {objects.OPERATOR_NAMESPACE} --create-namespace \\
+  --version {objects.RELEASE} -f helm-values.yaml
+{files}
+```
+
+## Warnings
+{warnings}
+
+## What the NicConfigurationTemplate cannot express
+It sets trust `dscp` and PFC on priority {roce.priority} only. These stay with the wizard's roce stage (runtime
+settings re-applied after every boot): the RDMA ToS {roce.tos} (DSCP {roce.dscp}) for RDMA-CM and perftest, ECN/DCQCN
+enable per priority, the CNP DSCP {roce.cnp_dscp} and priority {roce.cnp_priority} (the template writes the firmware
+defaults CNP_DSCP=4/CNP_802P_PRIO=6), a non-default dscp2prio map, the MTU {inputs.answers.network.mtu} (netplan),
+and lldpad (which rewrites PFC; keep it stopped). Test pods set NCCL_IB_TC={roce.tos} themselves.
+"""
+
+
+def write(out: Path, inputs: K8sInputs, findings: Findings, manifests: list[Manifest]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for manifest in manifests:
+        path = out / manifest.name
+        path.write_text(manifest.text())
+        written.append(path)
+    for name, text in (("helm-values.yaml", helm_values()), ("README.md", readme(inputs, findings, manifests))):
+        (out / name).write_text(text)
+        written.append(out / name)
+    return written
