@@ -40,6 +40,7 @@ class MainScreen(Screen[None]):
         Binding("u", "stage('rollback')", "Roll back"),
         Binding("L", "full_log", "Full log", show=False),
         Binding("B", "bandwidth", "Bandwidth test"),
+        Binding("R", "report", "Run report", show=False),
         Binding("question_mark,f1", "help", "Help"),
         Binding("right_square_bracket", "host(1)", "Next host", show=False),
         Binding("left_square_bracket", "host(-1)", "Previous host", show=False),
@@ -224,6 +225,12 @@ class MainScreen(Screen[None]):
 
     def action_bandwidth(self) -> None:
         self.wizard.open_bandwidth_test()
+
+    async def action_report(self) -> None:
+        """The whole-run HTML report (every stage, check, timing and the last bandwidth test) next to the state."""
+        from screens.report_action import report_action
+
+        await report_action(self.app, self.wizard.engine.state_dir)
 
     def action_help(self) -> None:
         self.wizard.open_help(self.page)

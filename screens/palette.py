@@ -23,6 +23,7 @@ class WizardCommands(Provider):
         if app.main is not None:
             for page, title in app.pages():
                 found.append((f"Go to {title}", partial(app.main.show_page, page), f"open the {page} page"))
+            found.append(("Run report", app.main.action_report, "write the whole run as one HTML page (R)"))
         found.append(("Save answers", app.action_save_answers, "write the answers file headless mode replays"))
         found.append(("Import answers", app.action_import_answers, "load hosts and answers from a file"))
         for host in app.engine.host_names:

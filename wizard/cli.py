@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     "switch-config",
     "export",
     "metrics",
+    "report",
 )
 
 

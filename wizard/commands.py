@@ -27,6 +27,10 @@ def dispatch(name: str, args: Sequence[str]) -> int:
         return {"bwtest": bwtest_cmd, "doctor": doctor_cmd}[name](list(args))
     if name == "export":
         return export_cmd(list(args))
+    if name == "report":
+        from wizard.report.command import report_cmd
+
+        return report_cmd(list(args))
     if name == "metrics":
         from wizard.metrics.command import metrics_cmd
 

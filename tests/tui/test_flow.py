@@ -82,6 +82,15 @@ async def test_keys_alone_walk_from_start_to_a_summary_with_disruptive_steps_con
         state = StateStore(app.engine.state_dir)
         assert state.host("server1").stages["roce"].status == "done"
         assert state.host("server2").stages["nccl"].status == "skipped"
+        # R writes the whole run as one HTML page next to the state, and says where.
+        await pilot.press("R")
+        report = app.engine.state_dir / "report.html"
+        for _ in range(100):
+            await pilot.pause(0.1)
+            if report.exists():
+                break
+        html = report.read_text()
+        assert "server2" in html and "skipped" in html.lower() and "<script" not in html
 
 
 async def test_declining_a_disruptive_change_leaves_the_stage_waiting_with_the_reason(make_app) -> None:
