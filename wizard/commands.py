@@ -55,6 +55,7 @@ def _run_async(coroutine: Coroutine[Any, Any, int]) -> int:
 
 # -- export -----------------------------------------------------------------------------------------------
 EXPORTS = {  # what `roce-wizard export KIND` writes -> (module, entry point taking the arguments after KIND)
+    "ansible": ("wizard.export.ansible_cmd", "export_ansible_cmd"),
     "k8s": ("wizard.export.k8s_command", "k8s_cmd"),
 }
 

@@ -45,7 +45,7 @@ def test_a_subcommands_help_loads_no_engine() -> None:
     # (`lab --help` lists the simulated faults, so it loads the lab: a developer's command, not an operator's.)
     for command in (
         ["plan", "--help"], ["status", "--help"], ["rollback", "--help"], ["check", "--help"], ["report", "--help"],
-        ["metrics", "--help"], ["export", "k8s", "--help"],
+        ["metrics", "--help"], ["export", "k8s", "--help"], ["export", "ansible", "--help"],
     ):  # fmt: skip
         loaded = _heavy_modules_loaded_by(command)
         assert not [m for m in loaded if m.split(".")[0] in ("asyncio", "asyncssh", "textual")], (command, loaded)

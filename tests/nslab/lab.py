@@ -92,18 +92,23 @@ class NsHost:
         marker = self.workdir / "bin" / f".{command}.started"
         marker.unlink(missing_ok=True)
         Path(f"{marker}.pids").unlink(missing_ok=True)
+        Path(f"{marker}.released").unlink(missing_ok=True)
         wrapper = self.workdir / "bin" / command
-        # Every call is recorded: the wizard's plain and sudo probe batches may both run the command at once.
+        # Every call is recorded: the wizard's plain and sudo probe batches may both run the command at once. A call
+        # that records itself after the release read the PIDs finds the release flag and ends at once, as the others
+        # did (its PID is written before the flag is looked at, and the flag before the PIDs are read: no gap).
         wrapper.write_text(
-            f"#!/bin/sh\necho $$ >> {marker}.pids\necho $$ > {marker}.tmp && mv {marker}.tmp {marker}\nexec sleep 600\n"
+            f"#!/bin/sh\necho $$ >> {marker}.pids\n[ -e {marker}.released ] && exit 143\n"
+            f"echo $$ > {marker}.tmp && mv {marker}.tmp {marker}\nexec sleep 600\n"
         )
         wrapper.chmod(0o755)
         return marker
 
     def release_command(self, command: str) -> None:
         """Later calls run the real command; a call hanging now returns (its sleep is ended)."""
-        (self.workdir / "bin" / command).unlink(missing_ok=True)
         marker = self.workdir / "bin" / f".{command}.started"
+        Path(f"{marker}.released").touch()
+        (self.workdir / "bin" / command).unlink(missing_ok=True)
         pids = Path(f"{marker}.pids")
         for pid in pids.read_text().split() if pids.exists() else []:
             try:
