@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from steps.roce_facts import parse_grep_values  # the same sysfs reads the roce stage makes
 from wizard.executors.base import (
     AuthenticationFailed,
     CommandResult,
@@ -76,16 +77,6 @@ class HostReading:
         return self.reason is None
 
 
-def grep_values(text: str) -> dict[str, str]:
-    """``grep -sH . FILE...`` -> {path: first value}; unreadable or absent files are simply not there."""
-    values: dict[str, str] = {}
-    for line in text.splitlines():
-        path, sep, value = line.partition(":")
-        if sep and path.startswith("/") and path not in values:
-            values[path] = value.strip()
-    return values
-
-
 def read_port(port: Port, ethtool: CommandResult, grep: CommandResult) -> PortReading:
     counters: dict[str, int] | None = None
     if ethtool.ok:
@@ -93,7 +84,7 @@ def read_port(port: Port, ethtool: CommandResult, grep: CommandResult) -> PortRe
             counters = parse("ethtool_S", ethtool.stdout).counters  # type: ignore[attr-defined]
         except ParseError:
             counters = None
-    return PortReading(port, counters, grep_values(grep.stdout))
+    return PortReading(port, counters, parse_grep_values(grep.stdout))
 
 
 def _int(text: str | None) -> int | None:
