@@ -34,6 +34,7 @@ from wizard.paths import assets_dir
 from wizard.rollback import roll_back, rollback_plans
 from wizard.runner import RunOptions
 from wizard.session import Session, lab_time_scale, sudo_password
+from wizard.state_lock import lock_state_dir, unlock_state_dir
 from wizard.step import HostPlan
 
 SECTION_MODELS: dict[str, type[BaseModel]] = {
@@ -276,6 +277,9 @@ class WizardApp(AnswersEditing, App[int]):
             if not await self._have_sudo_password():
                 self.notify("no sudo password: nothing was run", severity="warning")
                 return
+            changes = action in ("apply", "rollback")
+            if changes:  # one writer per state directory, held only while hosts change: an idle wizard blocks nobody
+                lock_state_dir(self.engine.state_dir)
             session = await self.engine.open()
             try:
                 if action == "apply" and stage:
@@ -310,6 +314,8 @@ class WizardApp(AnswersEditing, App[int]):
                     )
             finally:
                 await session.close()
+                if changes:
+                    unlock_state_dir(self.engine.state_dir)
         except (WizardError, AnswersError) as exc:
             self.notify(str(exc), severity="error", timeout=10)
         finally:

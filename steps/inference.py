@@ -85,7 +85,7 @@ class Inference(Step):
         if not cfg.enabled:
             return []
         plain = [python_version(cfg), *LIVE_READS]
-        sudo = [*map(read_file_argv, FILES), TOKEN_DIGEST, *(key_mode(p) for _, p in KEY_FILES)]
+        sudo = [*map(read_file_argv, FILES), TOKEN_DIGEST, *(key_mode(p) for _, p in KEY_FILES), key_mode(TOKEN_PATH)]
         plain += [GPU_TOPO, *(unit_state(v, u) for u in (QOS_UNIT, RAY_UNIT, ENGINE_UNIT) for v in VERBS)]
         return [(c, False) for c in plain] + [(c, True) for c in sudo]
 
@@ -115,6 +115,8 @@ class Inference(Step):
         for name, path in KEY_FILES:
             mode = await ex.run(key_mode(path), sudo=True)
             facts["api_key"][name] = mode.stdout.strip() if mode.ok else None
+        token_mode = await ex.run(key_mode(TOKEN_PATH), sudo=True)
+        facts["token_file_mode"] = token_mode.stdout.strip() if token_mode.ok else None
         topo = await ex.run(GPU_TOPO)
         facts["gpu_topology"] = gpu_topology(topo.stdout) if topo.ok else None
         qos = {}

@@ -6,7 +6,7 @@ from typing import Any
 
 from steps.inference_layout import Layout
 from steps.inference_plan import desired_files, serving_units, token_in_sync
-from steps.inference_units import ENV_PATH, package_problems, uses_ray
+from steps.inference_units import ENV_PATH, KEY_ENV, KEY_HEADER, TOKEN_PATH, package_problems, uses_ray
 from wizard.step import CheckItem, ClusterView
 
 
@@ -56,6 +56,7 @@ def host_checks(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]
                 fix=None if synced else "re-run the inference stage; it distributes a fresh token to every host",
             )
         )
+    items += _secret_file_items(facts, node in layout.api_nodes(), uses_ray(cfg) and cfg.ray_auth == "token")
     for unit in serving_units(view, layout, host):
         state = (facts.get("units") or {}).get(unit) or {}
         good = state.get("active") == "active" and state.get("enabled") == "enabled"
@@ -72,6 +73,32 @@ def host_checks(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]
         )
     items += _service_items(view, layout, host)
     return items
+
+
+def _secret_file_items(facts: dict[str, Any], api: bool, token: bool) -> list[CheckItem]:
+    """The key and token files are 0600 root (stat read by the probe); a file not read yet is left to the checks
+    that need its content."""
+    key = facts.get("api_key") or {}
+    modes = {KEY_ENV: key.get("env"), KEY_HEADER: key.get("header")} if api else {}
+    if token:
+        modes[TOKEN_PATH] = facts.get("token_file_mode")
+    read = {path: mode for path, mode in modes.items() if mode}
+    if not read:
+        return []
+    bad = {path: mode for path, mode in read.items() if mode != "600 root"}
+    return [
+        CheckItem(
+            id="secret_files",
+            title="secret files 0600 root",
+            status="fail" if bad else "pass",
+            evidence="; ".join(f"{path} is {mode}" for path, mode in (bad or read).items())
+            + (", expected 600 root" if bad else ""),
+            fix=f"on the host: chown root:root {' '.join(bad)} && chmod 600 {' '.join(bad)}; then re-run the"
+            " inference stage"
+            if bad
+            else None,
+        )
+    ]
 
 
 def _service_items(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]:

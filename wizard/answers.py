@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, model_validator
 
 from wizard import host_ranges, yamlio
@@ -239,6 +240,7 @@ def load_answers(path: Path) -> Answers:
 def parse_answers(text: str, source: str = "answers") -> Answers:
     """Validate answers given as YAML text."""
     try:
+        _no_aliases(text)
         data, lines = yamlio.load_with_lines(text)
     except yamlio.YamlSyntaxError as exc:
         raise AnswersError([str(exc)], source) from None
@@ -249,6 +251,19 @@ def parse_answers(text: str, source: str = "answers") -> Answers:
         return Answers.model_validate(data, context={})
     except ValidationError as exc:
         raise AnswersError([_describe(err, lines) for err in exc.errors()], source) from None
+
+
+def _no_aliases(text: str) -> None:
+    """Refuse YAML aliases (*name): a self-referencing one makes an endless structure and a fan of them a huge one."""
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                line = event.start_mark.line + 1 if event.start_mark else "?"
+                raise yamlio.YamlSyntaxError(
+                    f"line {line}: YAML alias *{event.anchor} is not accepted in an answers file (write the value out)"
+                )
+    except yaml.YAMLError:
+        return  # the full load below reports the syntax error with its line
 
 
 def _describe(error: Any, lines: dict[yamlio.KeyPath, int]) -> str:
@@ -282,7 +297,9 @@ def _key_path(loc: tuple[Any, ...]) -> str:
         if isinstance(item, int):
             parts.append(f"[{item}]")
         else:
-            parts.append(("." if parts else "") + str(item))
+            text = str(item)
+            # A key with a newline or control character would break the one-line message (or forge another line).
+            parts.append(("." if parts else "") + (text if text.isprintable() and text else repr(text)))
     return "".join(parts)
 
 

@@ -180,13 +180,20 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
     )
     from wizard.apply import guard_for
     from wizard.session import lab_time_scale
+    from wizard.state_lock import lock_state_dir
 
     options.guard = guard_for(answers, lab_time_scale() if args.demo else 1.0)  # type: ignore[arg-type]
     if args.demo:
         from wizard.session import check_faults, demo_state_dir
 
         check_faults(answers, args.fault)  # type: ignore[arg-type]
-        args.state_dir = demo_state_dir(answers, args.state_dir, reset=args.reset)  # type: ignore[arg-type]
+        # One writer per state directory (wizard/state_lock.py), taken before --reset wipes it: a second wizard
+        # must not remove the progress of one that is running.
+        args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)  # type: ignore[arg-type]
+        lock_state_dir(args.state_dir)
+        if args.reset:
+            demo_state_dir(answers, args.state_dir, reset=True)  # type: ignore[arg-type]
+            lock_state_dir(args.state_dir)  # the fresh directory (the old lock file went with it)
         sys.stderr.write(
             "[simulated] SIMULATED CLUSTER: every host below is simulated on 127.0.0.1; "
             "addresses in the answers file are never contacted.\n"
@@ -199,6 +206,9 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
             args.profile,  # type: ignore[arg-type]
         ) as targets:  # type: ignore[arg-type]
             return await _run_session(answers, all_steps(), targets, args, bus, options, password)
+    from wizard.paths import default_state_dir
+
+    lock_state_dir(args.state_dir or default_state_dir(answers.cluster.name))  # type: ignore[attr-defined]
     targets = production_targets(answers, password)  # type: ignore[arg-type]
     return await _run_session(answers, all_steps(), targets, args, bus, options, password)
 

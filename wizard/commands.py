@@ -238,6 +238,11 @@ def rollback_cmd(argv: list[str]) -> int:
 
     answers = load_answers(args.answers or example_answers())
     stages = [s for s in reversed(STAGE_IDS) if not args.stage or s in args.stage]
+    if args.yes:  # it changes hosts: one writer per state directory (without --yes it only shows)
+        from wizard.paths import default_state_dir
+        from wizard.state_lock import lock_state_dir
+
+        lock_state_dir(args.state_dir or default_state_dir(answers.cluster.name, demo=args.demo))
     return _run_async(_rollback(args, answers, chosen_hosts(answers, args.host), stages))
 
 

@@ -180,7 +180,8 @@ def demo_state_dir(answers: Answers, state_dir: Path | None, *, reset: bool) -> 
 
     chosen = state_dir or default_state_dir(answers.cluster.name, demo=True)
     if reset and chosen.exists():
-        if not (chosen / "run.json").exists() and not (chosen / "lab").exists():
+        ours = (chosen / "run.json").exists() or (chosen / "lab").exists()
+        if not ours and {p.name for p in chosen.iterdir()} - {"lock"}:  # (a fresh directory holds only our lock)
             raise UsageError(f"--reset: {chosen} does not look like a roce-wizard state directory; not removing it")
         shutil.rmtree(chosen)
     return chosen

@@ -50,6 +50,7 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "ssh_drop",
         "unreachable",
         "sudo_refused",
+        "sudo_password",
         "auth_refused",
         "lockout",
         "nm_renderer",
@@ -219,6 +220,19 @@ async def test_sudo_refused_needs_a_password_it_never_accepts() -> None:
         pw = await ssh(lab, "server1", "sudo -k -S -p '' -- true", input="secret\n")
         assert pw.exit_status == 1 and "incorrect password attempt" in pw.stderr
         assert (await ssh(lab, "server2", "sudo -n true")).exit_status == 0
+    finally:
+        await lab.stop()
+
+
+async def test_sudo_password_asks_for_a_password_and_takes_one_on_stdin() -> None:
+    lab = await make_lab("server1:sudo_password")
+    try:
+        r = await ssh(lab, "server1", "sudo -n true")
+        assert (r.exit_status, r.stderr) == (1, "sudo: a password is required\n")
+        pw = await ssh(lab, "server1", "sudo -k -S -p '' -- id -u", input="secret\n")
+        assert (pw.exit_status, pw.stdout) == (0, "0\n")
+        empty = await ssh(lab, "server1", "sudo -k -S -p '' -- true", input="\n")
+        assert empty.exit_status == 1 and "a password is required" in empty.stderr
     finally:
         await lab.stop()
 

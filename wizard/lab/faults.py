@@ -15,6 +15,7 @@ FAULT_KINDS: dict[str, bool | None] = {
     "ssh_drop": None,
     "unreachable": False,
     "sudo_refused": False,
+    "sudo_password": False,
     "auth_refused": False,
     "lockout": None,
     "user_nccl_conf": None,
@@ -41,6 +42,7 @@ FAULT_HELP = {
     "ssh_drop": "ssh_drop[=TEXT]    the SSH connection dies once while a matching command runs",
     "unreachable": "unreachable        nothing listens on the SSH port",
     "sudo_refused": "sudo_refused       sudo asks for a password and refuses",
+    "sudo_password": "sudo_password      sudo asks for a password (sudo -S: any non-empty line is accepted)",
     "auth_refused": "auth_refused       the client key is rejected",
     "lockout": "lockout[=TEXT]     a change cuts the management network (after the first command matching TEXT,\n"
     "                   default 'netplan apply') until an armed revert restores it",

@@ -173,8 +173,17 @@ def _address(body: str) -> PerftestAddress:
         "OUT": "out_reads",
         "SRQn": "srqn",
     }
-    addr = PerftestAddress(**{names[k]: int(v, 16) for k, v in fields.items() if k in names})
+    # A value cut short by a truncated paste ("LID 0x") is left out rather than guessed.
+    values = {names[k]: _hex(v) for k, v in fields.items() if k in names}
+    addr = PerftestAddress(**{k: v for k, v in values.items() if v is not None})
     return _with_gid(addr, fields["GID"]) if "GID" in fields else addr
+
+
+def _hex(value: str) -> int | None:
+    try:
+        return int(value, 16)
+    except ValueError:
+        return None
 
 
 def _with_gid(addr: PerftestAddress, gid: str) -> PerftestAddress:

@@ -205,13 +205,14 @@ async def sudo(ctx: Ctx) -> int:
         )
     if not ctx.root:
         refused = ctx.host.fault("sudo_refused") is not None
+        asks = refused or ctx.host.fault("sudo_password") is not None
         if read_stdin:
             password = (await ctx.stdin.readline()).rstrip("\n")
             if not password:
                 raise CommandFailed("sudo: no password was provided\nsudo: a password is required")
             if refused:
                 raise CommandFailed("Sorry, try again.\nsudo: 1 incorrect password attempt")
-        elif refused:
+        elif asks:
             if non_interactive:
                 raise CommandFailed("sudo: a password is required")
             raise CommandFailed(
