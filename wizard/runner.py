@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -66,7 +67,9 @@ class Runner:
         # instead of twice per command (two fsyncs per probe made the state the bottleneck at 1,000 hosts).
         self._changing: set[str] = set()
         self.probe_log = ProbeLog(store.root)
-        self.run_id = now().replace(":", "").replace("-", "")
+        # Names this run's backup folder. The random tail keeps a run resumed within the same second (a kill and an
+        # automatic retry) from copying the wizard's own version over the original's backup in the same folder.
+        self.run_id = now().replace(":", "").replace("-", "") + "-" + secrets.token_hex(3)
 
     # -- listener protocol for executors ----------------------------------------------------------------
     def command_started(self, host: str, command: str) -> None:

@@ -174,3 +174,11 @@ async def test_a_host_changed_behind_our_back_is_fixed_on_the_next_run(tmp_path:
     assert await runner.run(RunOptions(stages=["discovery", "marker"])) == 0
     assert hosts["h2"].files == {"/etc/marker": "h2"}
     assert hosts["h1"].commands.count("sync") == 1
+
+
+def test_runs_started_within_one_second_back_up_into_different_folders(tmp_path: Path) -> None:
+    # A run killed and resumed at once (an automatic retry) must not copy the wizard's own version of a file over
+    # the original's backup: each run's backup folder is its own, even within the same second.
+    ids = {make_runner(tmp_path, {}, MarkerStep())[0].run_id for _ in range(20)}
+    assert len(ids) == 20
+    assert all(i[:8].isdigit() and "T" in i for i in ids), ids  # still sorted by time first

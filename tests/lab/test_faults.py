@@ -52,6 +52,11 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "sudo_refused",
         "sudo_password",
         "auth_refused",
+        # hosts that answer strangely: tests/lab/test_strange_hosts.py
+        "locale",
+        "sudo_lecture",
+        "motd",
+        "missing",
         "lockout",
         "nm_renderer",
         # PCIe platform faults: tests/lab/test_pcie_sim.py

@@ -40,7 +40,10 @@ _SUDO_PASSWORD_HINT = (
 )
 
 
-SBIN_ON_PATH = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; export PATH; '
+# Parsed output must not depend on the host's locale (German ethtool or date, decimal commas): every command runs
+# with LC_ALL=C. sudo's env_reset may drop LC_ALL, so commands run through sudo get it again from env(1).
+SBIN_ON_PATH = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; LC_ALL=C; export PATH LC_ALL; '
+SUDO_C_LOCALE = ("env", "LC_ALL=C")
 
 
 @dataclass(slots=True)
@@ -92,6 +95,9 @@ class SshExecutor:
         # Why asyncssh closed the connection ("Server not responding to keepalive"): a dead link noticed while no
         # command ran shows only as "connection closed" on the next command, so the reason is kept for it.
         self._lost_reason: str | None = None
+        # A login shell may print on stdout before the command runs (a ~/.bashrc that echoes a motd, for exec
+        # sessions too): lone commands print this marker first, and what came before it is not their output.
+        self._start_marker = "@@roce-wizard-start-" + secrets.token_hex(8)
 
     # -- connection ---------------------------------------------------------------------------------------
     async def connect(self) -> None:
@@ -272,11 +278,13 @@ class SshExecutor:
         remote = SBIN_ON_PATH + command
         if sudo:
             remote, stdin = await self._with_sudo(argv, input)
+        remote = f"printf '%s\\n' {self._start_marker}; {remote}"
         shown = f"sudo {command}" if sudo else command
         if self.listener:
             self.listener.command_started(self.name, shown)
+        limit = timeout_s or self.target.command_timeout_s
         try:
-            result = await self._exec(command, remote, stdin, timeout_s or self.target.command_timeout_s, on_line)
+            result = await self._exec(command, remote, stdin, limit, on_line, marker=self._start_marker)
         except Exception as exc:
             if self.listener:
                 self.listener.command_finished(self.name, shown, None, str(exc))
@@ -300,7 +308,7 @@ class SshExecutor:
             # Straight to `sudo -n`, without the separate `sudo -n true` first: that exec was a round trip of its own
             # in front of every host's first sudo batch. If sudo itself refuses, the script never starts (no opening
             # delimiter) and the usual proof below words the refusal exactly as before.
-            remote = shlex.join(["sudo", "-n", "--", "sh", "-s"])
+            remote = shlex.join(["sudo", "-n", "--", *SUDO_C_LOCALE, "sh", "-s"])
         elif sudo:
             remote, stdin = await self._with_sudo(["sh", "-s"], text)
         limit = timeout_s or self.target.command_timeout_s
@@ -363,10 +371,10 @@ class SshExecutor:
         inner = ["sh", "-c", argv] if isinstance(argv, str) else list(argv)
         mode = await self._sudo_mode_for_host()
         if mode == "nopasswd":
-            return shlex.join(["sudo", "-n", "--", *inner]), input
+            return shlex.join(["sudo", "-n", "--", *SUDO_C_LOCALE, *inner]), input
         password = self.target.sudo_password or ""
         # -k makes sudo ask every time, so the password line is always consumed and never reaches the command.
-        return shlex.join(["sudo", "-k", "-S", "-p", "", "--", *inner]), password + "\n" + (input or "")
+        return shlex.join(["sudo", "-k", "-S", "-p", "", "--", *SUDO_C_LOCALE, *inner]), password + "\n" + (input or "")
 
     async def ensure_sudo(self) -> None:
         await self._sudo_mode_for_host()
@@ -401,7 +409,9 @@ class SshExecutor:
         *,
         quiet: bool = False,
         received: list[str] | None = None,
+        marker: str | None = None,
     ) -> CommandResult:
+        """Run ``remote``; with ``marker``, stdout before the line holding it is login noise and is dropped."""
         await self.connect()
         assert self._conn is not None
         started = time.monotonic()
@@ -423,9 +433,14 @@ class SshExecutor:
             # exit status still come; a connection that really died shows up below as a missing exit status.
             pass
 
+        noise = [marker is not None]  # still before the marker
+
         async def pump(reader: asyncssh.SSHReader[str], stream: Stream, sink: list[str]) -> None:
             async for line in reader:
                 if not line:
+                    continue
+                if stream == "stdout" and noise[0]:
+                    noise[0] = marker not in line  # type: ignore[operator]
                     continue
                 if stream == "stdout":
                     raw.append(line)

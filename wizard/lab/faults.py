@@ -30,6 +30,10 @@ FAULT_KINDS: dict[str, bool | None] = {
     "switch_mtu": None,
     "switch_ecn_off": None,
     "flap": None,
+    "locale": None,
+    "sudo_lecture": False,
+    "motd": None,
+    "missing": True,
 }
 
 FAULT_HELP = {
@@ -62,6 +66,11 @@ FAULT_HELP = {
     "                   (no CNPs under congestion)",
     "flap": "flap[=NETDEV]      the port's link goes down and up every 10 s: link_down_events_phy, carrier_changes\n"
     "                   and CRC/symbol errors rise",
+    "locale": "locale[=LOCALE]    logins get LANG=LOCALE (default de_DE.UTF-8): ethtool and date print German unless\n"
+    "                   LC_ALL=C (wizard/lab/strange.py)",
+    "sudo_lecture": "sudo_lecture       the first sudo prints the usual lecture on stderr",
+    "motd": "motd[=TEXT]        ~/.bashrc echoes a banner on stdout in every session, exec sessions included",
+    "missing": "missing=TOOL       TOOL is on no PATH (command not found, exit 127)",
 }
 
 

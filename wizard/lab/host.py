@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wizard.lab import boot, kmods, netops, netplan, packages, rootfs, services, udev, user_env
+from wizard.lab import boot, kmods, netops, netplan, packages, rootfs, services, strange, udev, user_env
 from wizard.lab.faults import Fault
 from wizard.lab.gids import GidTable
 from wizard.lab.linkstate import LinkState
@@ -321,6 +321,7 @@ class SimHost(LinkState):
             "SSH_CLIENT": f"{client[0]} {client[1]} 22",
             "SSH_CONNECTION": f"{client[0]} {client[1]} {self.mgmt.ip} 22",
         }
+        env.update(strange.login_env(self))  # the ``locale`` fault
         env.update(extra or {})
         return env
 
@@ -340,6 +341,7 @@ class SimHost(LinkState):
         cred = self.cred_for(user)
         full_env = self.login_env(user, env, client)
         shell = Shell(self, cred=cred, env=full_env, cwd=full_env["HOME"], io=IO(stdin or TextInput(""), out, err))
+        strange.login_noise(self, out)  # the ``motd`` fault: a chatty ~/.bashrc
         try:
             return await shell.run(command)
         finally:

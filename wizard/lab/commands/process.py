@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
+from wizard.lab import strange
 from wizard.lab.commands import command
 from wizard.lab.shell.builtins import BUILTINS, echo_text, printf_text
 from wizard.lab.shell.interp import IO, Shell
@@ -204,6 +205,7 @@ async def sudo(ctx: Ctx) -> int:
             "usage: sudo -h | -K | -k | -V\nusage: sudo [-AbEHknPS] [-u user] [VAR=value] [-i|-s] [<command>]"
         )
     if not ctx.root:
+        strange.sudo_lecture(ctx.host, ctx.err)  # the ``sudo_lecture`` fault
         refused = ctx.host.fault("sudo_refused") is not None
         asks = refused or ctx.host.fault("sudo_password") is not None
         if read_stdin:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import TYPE_CHECKING
 
+from wizard.lab import strange
 from wizard.lab.streams import CommandFailed, Ctx
 from wizard.lab.vfs import Cred, Dir, FsError, invalidate
 
@@ -16,6 +17,8 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def find_executable(shell: Shell, name: str, path_var: str | None = None) -> str | None:
+    if strange.hidden(shell.host, name):  # the ``missing=TOOL`` fault
+        return None
     if "/" in name:
         return shell.host.fs.abspath(name, shell.cwd)
     search = path_var if path_var is not None else (shell.vars.get("PATH") or DEFAULT_PATH)
@@ -83,7 +86,8 @@ async def call_handler(shell: Shell, tool: str, argv: list[str], io: IO, env: di
     if handler is None:
         io.err.write(f"{argv[0]}: this program is installed but not simulated\n")
         return 126
-    ctx = Ctx(shell.host, list(argv), dict(env), shell.cwd, cred, io.stdin, io.out, io.err, shell)
+    out = strange.localised(shell.host, tool, env, io.out)  # the ``locale`` fault
+    ctx = Ctx(shell.host, list(argv), dict(env), shell.cwd, cred, io.stdin, out, io.err, shell)
     invalidate()
     try:
         return await handler(ctx)
