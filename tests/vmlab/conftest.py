@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -23,6 +24,13 @@ import yaml
 
 from tests.vmlab.vms import SNAPSHOT, Vm, VmPair, ensure_image, locked, missing_requirements
 
+STATIC_MANAGEMENT = (
+    "network:\n  version: 2\n  renderer: networkd\n  ethernets:\n    eth0:\n      addresses: [10.0.2.15/24]\n"
+    "      routes: [{to: default, via: 10.0.2.2}]\n      nameservers: {addresses: [10.0.2.3]}\n"
+)
+# The image's own management configuration (DHCP), for the tests that move eth0 into a bond: the wizard rightly
+# refuses to bond a NIC whose static addresses netplan would carry over.
+DHCP_MANAGEMENT = "network:\n  version: 2\n  renderer: networkd\n  ethernets:\n    eth0:\n      dhcp4: true\n"
 BOOT_TIMEOUT_S = 300  # a cold TCG boot takes 30-50 s on two busy cores; leave room for a slow CI machine
 
 
@@ -98,6 +106,11 @@ class LabVms:
         proc = self.run_cli(*args, timeout_s=timeout_s, env=env)
         events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
         return proc.returncode, events, proc.stderr
+
+    def management_by_dhcp(self, vm: Vm) -> None:
+        """Give ``vm``'s management NIC its DHCP configuration back (the file only; the address is the same)."""
+        done = self.ssh(vm, f"printf %s {shlex.quote(DHCP_MANAGEMENT)} > /etc/netplan/01-management.yaml")
+        assert done.exit_status == 0, done.stderr
 
     def ssh(self, vm: Vm, command: str, *, timeout_s: float = 120) -> asyncssh.SSHCompletedProcess:
         """One command on a VM over a new connection (as root: the test inspects, the wizard uses ubuntu)."""
@@ -219,10 +232,14 @@ def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path, request: pyte
         for vm in pair.vms:
             # A resumed snapshot's clock is as old as the snapshot.
             # dmesg -n 7: the kernel's messages reach the serial console (the image boots with `quiet`).
+            # The management NIC gets the address qemu gave it as a static one (as most servers have): the clock
+            # jumps from the snapshot's time to now, and twice in CI a netplan apply later left eth0 without its
+            # DHCP address for minutes (slirp saw SYNs to 10.0.2.15 go unanswered), which no real host would show.
             ready = lab.ssh(
                 vm,
                 f"date -s @{time.time():.3f} >/dev/null && dmesg -n 7 && modprobe rdma_rxe && "
-                "rdma link add rxe_eth3 type rxe netdev eth3",
+                "rdma link add rxe_eth3 type rxe netdev eth3 && "
+                f"printf %s {shlex.quote(STATIC_MANAGEMENT)} > /etc/netplan/01-management.yaml",
             )
             assert ready.exit_status == 0, ready.stderr
         yield lab

@@ -100,6 +100,7 @@ def test_a_change_that_cuts_ssh_fails_the_play_and_the_host_rolls_itself_back(la
         "allow_management_changes": ["vm1"],
         "bonds": [{"name": "mgmt0", "mode": "active-backup", "members": ["eth0", "eth1"], "subnet": "10.0.9.0/24"}],
     }
+    lab_vms.management_by_dhcp(lab_vms.vms[0])
     answers = lab_vms.answers(cut_off, hosts=["vm1"], safe_apply={"revert_after_s": 60, "confirm_within_s": 20})
     project = lab_vms.workdir / "ansible"
     state = lab_vms.workdir / "state"

@@ -127,6 +127,7 @@ def test_a_change_that_cuts_ssh_is_rolled_back_by_the_host_itself(lab_vms: LabVm
         "allow_management_changes": ["vm1"],
         "bonds": [{"name": "mgmt0", "mode": "active-backup", "members": ["eth0", "eth1"], "subnet": "10.0.9.0/24"}],
     }
+    lab_vms.management_by_dhcp(lab_vms.vms[0])
     answers = lab_vms.answers(cut_off, hosts=["vm1"], safe_apply={"revert_after_s": 60, "confirm_within_s": 20})
     code, events, stderr = lab_vms.wizard("--answers", str(answers), "--only", "discovery,network", "--yes", "--json")
     assert code == 1, stderr
