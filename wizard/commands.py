@@ -113,20 +113,10 @@ def plan_cmd(argv: list[str]) -> int:
 
 
 async def _plan(args: argparse.Namespace, answers, stages: list[str]) -> int:  # type: ignore[no-untyped-def]
-    from steps import all_steps
     from wizard.plan_export import print_plans, write_plan_dir
-    from wizard.session import command_session, sudo_password
+    from wizard.session import session_for_args
 
-    password = sudo_password(answers, interactive=True)
-    async with command_session(
-        answers,
-        all_steps(),
-        demo=args.demo,
-        faults=args.fault,
-        state_dir=args.state_dir,
-        password=password,
-        profile=args.profile,
-    ) as session:
+    async with session_for_args(args, answers) as session:
         outcomes = await session.runner.plan_all(stages)
     failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
     print_plans(outcomes, failures, as_json=args.json, simulated=args.demo)

@@ -9,6 +9,7 @@ import sys
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from wizard.answers import SUDO_PASSWORD_ENV, Answers
 from wizard.errors import UsageError, WizardError
@@ -213,6 +214,23 @@ def chosen_hosts(answers: Answers, wanted: Sequence[str]) -> list[str]:
     if unknown:
         raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
     return list(wanted) or names
+
+
+def session_for_args(args: Any, answers: Answers, **extra: Any) -> contextlib.AbstractAsyncContextManager[Session]:
+    """``command_session`` for a subcommand's parsed ``--demo``, ``--fault``, ``--state-dir`` and ``--profile``, with
+    every stage and the sudo password asked once (plan and the exports read hosts the same way)."""
+    from steps import all_steps
+
+    return command_session(
+        answers,
+        all_steps(),
+        demo=args.demo,
+        faults=args.fault,
+        state_dir=args.state_dir,
+        password=sudo_password(answers, interactive=True),
+        profile=getattr(args, "profile", None) or "reference",
+        **extra,
+    )
 
 
 @contextlib.asynccontextmanager

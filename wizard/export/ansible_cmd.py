@@ -39,15 +39,11 @@ def export_ansible_cmd(argv: list[str]) -> int:
 
 
 async def _export(args: argparse.Namespace, answers, stages: list[str]) -> int:  # type: ignore[no-untyped-def]
-    from steps import all_steps
     from wizard.commands import _failures
     from wizard.export.ansible_project import write_project
-    from wizard.session import command_session, sudo_password
+    from wizard.session import session_for_args
 
-    password = sudo_password(answers, interactive=True)
-    async with command_session(
-        answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password
-    ) as session:
+    async with session_for_args(args, answers) as session:
         outcomes = await session.runner.plan_all(stages)
         view = session.runner.view()
         failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}

@@ -58,19 +58,9 @@ def saved_facts(answers: Any, state_dir: Path | None) -> dict[str, dict[str, Any
 
 async def _probe(args: argparse.Namespace, answers: Any) -> dict[str, dict[str, Any]]:
     """Read discovery and network facts from the hosts (or the simulated ones) as `plan` does; changes nothing."""
-    from steps import all_steps
-    from wizard.session import command_session, sudo_password
+    from wizard.session import session_for_args
 
-    password = sudo_password(answers, interactive=True)
-    async with command_session(
-        answers,
-        all_steps(),
-        demo=args.demo,
-        faults=args.fault,
-        state_dir=args.state_dir,
-        password=password,
-        profile=args.profile,
-    ) as session:
+    async with session_for_args(args, answers) as session:
         await session.runner.plan_all(FACT_STAGES)
         return {h.name: dict(session.runner.facts.get(h.name, {})) for h in answers.hosts}
 
