@@ -217,6 +217,20 @@ async def test_unreachable_host_refuses_connections() -> None:
         await lab.stop()
 
 
+async def test_an_unreachable_hosts_port_stays_taken_so_no_other_listener_can_answer_for_it() -> None:
+    # CI once saw server1's listener get the port just released for server2: "2 of 2 hosts ready" with server2
+    # unreachable. The port is held (bound, never listening) for as long as the lab runs.
+    import socket
+
+    lab = await make_lab("server2:unreachable")
+    try:
+        _, port = lab.endpoint("server2")
+        with socket.socket() as other, pytest.raises(OSError, match="Address already in use"):
+            other.bind(("127.0.0.1", port))
+    finally:
+        await lab.stop()
+
+
 async def test_sudo_refused_needs_a_password_it_never_accepts() -> None:
     lab = await make_lab("server1:sudo_refused")
     try:

@@ -83,6 +83,7 @@ class Lab:
         self.listeners: dict[str, HostListener] = {}
         self.bind = "127.0.0.1"
         self._ports: dict[str, int] = {}
+        self._dark_ports: list[socket.socket] = []  # held by "unreachable" hosts, see start()
         self._cred_dir: Path | None = None
         self._own_dir: Path | None = None
         self.started = False
@@ -192,7 +193,10 @@ class Lab:
             host = self.hosts[name]
             port = base_port + i if base_port else 0
             if host.fault("unreachable"):
-                self._ports[name] = port or _free_port(bind)
+                # The port stays bound (never listening) while the lab runs: released at once, the kernel could
+                # hand it to the next listener's bind(0) and the "unreachable" host would answer as another.
+                self._dark_ports.append(_reserved_port(bind, port))
+                self._ports[name] = self._dark_ports[-1].getsockname()[1]
                 continue
             listener = HostListener(host, bind, port, self.host_key, self.client_key)
             self.listeners[name] = listener
@@ -209,6 +213,9 @@ class Lab:
     async def stop(self) -> None:
         await asyncio.gather(*(listener.close() for listener in self.listeners.values()))
         self.listeners.clear()
+        for sock in self._dark_ports:
+            sock.close()
+        self._dark_ports.clear()
         for host in self.hosts.values():
             for task in list(host.background) + [getattr(host, "_reboot_task", None)]:
                 if task is not None and not task.done():
@@ -252,8 +259,9 @@ def _preinstall(host: SimHost) -> None:
             services.enable(host, unit)
 
 
-def _free_port(bind: str) -> int:
-    """A port nobody listens on (for the ``unreachable`` fault: connections are refused)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((bind, 0))
-        return s.getsockname()[1]
+def _reserved_port(bind: str, port: int) -> socket.socket:
+    """A bound socket that never listens (for the ``unreachable`` fault): connections to it are refused, and no
+    other listener can take its port while the caller holds it."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((bind, port))
+    return sock
