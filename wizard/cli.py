@@ -27,7 +27,35 @@ SUBCOMMANDS = (
 )
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's formatter, told the width: left to find it, argparse imports shutil, and shutil tries zlib, bz2
+    and lzma, which is about a tenth of what `roce-wizard --help` costs (bench/startup.py)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(prog, indent_increment, max_help_position, width or _terminal_columns() - 2)
+
+
+def _terminal_columns() -> int:
+    """What shutil.get_terminal_size() answers: $COLUMNS, else the terminal on stdout, else 80."""
+    import os
+
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise UsageError(f"{self.prog}: {message}")
 

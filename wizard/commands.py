@@ -6,10 +6,13 @@ import argparse
 import json
 import sys
 from collections.abc import Coroutine, Sequence
-from pathlib import Path
-from typing import Any
 
+from wizard.cli import _path  # argparse's type for paths: pathlib loads only when a path is given
 from wizard.errors import EXIT_OK, EXIT_USAGE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (bench/startup.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def dispatch(name: str, args: Sequence[str]) -> int:
@@ -88,12 +91,12 @@ def _parser(prog: str, description: str) -> argparse.ArgumentParser:
 # -- plan -------------------------------------------------------------------------------------------------
 def plan_cmd(argv: list[str]) -> int:
     p = _parser("plan", "Read facts only, change nothing, and print the ordered changes per host.")
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
+    p.add_argument("--answers", type=_path, help="answers file (default with --demo: the reference example)")
     p.add_argument("--demo", action="store_true", help="plan against the SIMULATED cluster on 127.0.0.1")
-    p.add_argument("--out", type=Path, help="write DIR/<host>/files/<path> and DIR/<host>/commands.sh")
+    p.add_argument("--out", type=_path, help="write DIR/<host>/files/<path> and DIR/<host>/commands.sh")
     p.add_argument("--only", help="comma-separated stages")
     p.add_argument("--from", dest="from_stage")
-    p.add_argument("--state-dir", type=Path)
+    p.add_argument("--state-dir", type=_path)
     p.add_argument("--json", action="store_true", help="print the plans as one JSON document on stdout")
     p.add_argument("--fault", action="append", default=[])
     from wizard.profiles import add_profile_option, check_profile, demo_answers
@@ -137,8 +140,8 @@ def _failures(session, outcome) -> dict[str, str]:  # type: ignore[no-untyped-de
 # -- status -----------------------------------------------------------------------------------------------
 def status_cmd(argv: list[str]) -> int:
     p = _parser("status", "Saved progress per stage and host.")
-    p.add_argument("--state-dir", type=Path)
-    p.add_argument("--answers", type=Path, help="find the state directory from this answers file's cluster name")
+    p.add_argument("--state-dir", type=_path)
+    p.add_argument("--answers", type=_path, help="find the state directory from this answers file's cluster name")
     p.add_argument("--demo", action="store_true", help="the demo's state directory")
     p.add_argument("--json", action="store_true")
     args = p.parse_args(argv)
@@ -168,7 +171,7 @@ def parse_cmd(argv: list[str]) -> int:
     p.add_argument("file", nargs="?", default="-", help="file with the output, or - for stdin")
     args = p.parse_args(argv)
     try:
-        text = sys.stdin.read() if args.file == "-" else Path(args.file).read_text(encoding="utf-8", errors="replace")
+        text = sys.stdin.read() if args.file == "-" else _path(args.file).read_text(encoding="utf-8", errors="replace")  # type: ignore[attr-defined]
     except OSError as exc:
         sys.stderr.write(f"roce-wizard parse: cannot read {args.file}: {exc.strerror}\n")
         return EXIT_USAGE
@@ -193,7 +196,7 @@ def lab_cmd(argv: list[str]) -> int:
     serve.add_argument(
         "--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="; ".join(FAULT_HELP.values())
     )
-    serve.add_argument("--write-answers", type=Path, help="write an answers file (plus key and known_hosts) for them")
+    serve.add_argument("--write-answers", type=_path, help="write an answers file (plus key and known_hosts) for them")
     serve.add_argument(
         "--profile",
         choices=("reference", "rails-16"),
@@ -211,12 +214,12 @@ def rollback_cmd(argv: list[str]) -> int:
     from wizard.cli import STAGE_IDS
 
     p = _parser("rollback", "Put back the files the wizard replaced (and remove those it created) on chosen hosts.")
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
+    p.add_argument("--answers", type=_path, help="answers file (default with --demo: the reference example)")
     p.add_argument("--demo", action="store_true", help="the SIMULATED cluster")
     p.add_argument("--host", action="append", default=[], help="host to roll back (repeatable; default: all)")
     p.add_argument("--stage", action="append", default=[], choices=STAGE_IDS, help="stage (repeatable; default: all)")
     p.add_argument("--yes", action="store_true", help="do it (without --yes the rollback is only shown)")
-    p.add_argument("--state-dir", type=Path)
+    p.add_argument("--state-dir", type=_path)
     args = p.parse_args(argv)
     from wizard.answers import load_answers
     from wizard.errors import UsageError

@@ -6,10 +6,9 @@ Kept apart from wizard.session, which pulls in asyncssh, pydantic and the runner
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from wizard.errors import UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: --help must not pay for it
 if TYPE_CHECKING:
     from pathlib import Path
 

@@ -18,7 +18,9 @@ def test_engine_and_steps_do_not_import_textual() -> None:
     assert result.stdout.strip() == ""
 
 
-HEAVY = ("asyncio", "asyncssh", "pydantic", "yaml", "textual", "rich", "steps")
+HEAVY = ("asyncio", "asyncssh", "pydantic", "yaml", "textual", "rich", "steps", "shutil", "typing", "pathlib")
+# shutil (argparse asks it for the terminal width; it tries zlib, bz2 and lzma), typing and pathlib are small, but
+# together they were a sixth of what `--help` cost against the bare interpreter (bench/startup.py).
 
 
 def _heavy_modules_loaded_by(argv: list[str]) -> list[str]:
