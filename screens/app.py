@@ -32,7 +32,7 @@ from wizard.events import Event
 from wizard.interactive import resume_point, saved_progress, skip_stage
 from wizard.paths import assets_dir
 from wizard.rollback import roll_back, rollback_plans
-from wizard.runner import RunOptions
+from wizard.runner import Runner, RunOptions
 from wizard.session import Session, lab_time_scale, sudo_password
 from wizard.state_lock import lock_state_dir, unlock_state_dir
 from wizard.step import HostPlan
@@ -80,6 +80,7 @@ class WizardApp(AnswersEditing, App[int]):
         self.plans: dict[str, dict[str, HostPlan]] = {}
         self.conn_reports: dict[str, ConnectionReport] = {}
         self.busy: str | None = None
+        self._runner: Runner | None = None  # the runner of the host work in progress (quit stops it)
         self.main: MainScreen | None = None
         self._dirty = False
         self._redrawn_at = 0.0
@@ -281,6 +282,7 @@ class WizardApp(AnswersEditing, App[int]):
             if changes:  # one writer per state directory, held only while hosts change: an idle wizard blocks nobody
                 lock_state_dir(self.engine.state_dir)
             session = await self.engine.open()
+            self._runner = session.runner
             try:
                 if action == "apply" and stage:
                     self.plans.pop(stage, None)
@@ -313,6 +315,7 @@ class WizardApp(AnswersEditing, App[int]):
                         severity="information" if not bad else "error",
                     )
             finally:
+                self._runner = None
                 await session.close()
                 if changes:
                     unlock_state_dir(self.engine.state_dir)
@@ -407,10 +410,25 @@ class WizardApp(AnswersEditing, App[int]):
                     "Host work stops now. Everything done so far is saved; run roce-wizard again with the same "
                     "state directory to resume (the interrupted stage is planned again and retried).",
                 ),
-                lambda yes: self.exit(return_code=1) if yes else None,
+                lambda yes: self._stop_and_quit() if yes else None,
             )
             return
         self.exit(return_code=0 if self.all_verified() else 1)
+
+    @work(group="quit", exit_on_error=False, description="stopping host work")
+    async def _stop_and_quit(self) -> None:
+        """Quit while a stage runs: stopped as headless mode stops on SIGTERM (hosts still running the stage are
+        saved as interrupted, their remote commands get SIGTERM over the channel), then the app exits."""
+        if self._runner is not None:
+            self._runner.stop_reason = "quit"
+        running = [w for w in self.workers if w.group == "engine" and not w.is_finished]
+        for worker in running:
+            worker.cancel()
+        try:
+            await self.workers.wait_for_complete(running)
+        except Exception:  # noqa: BLE001 - a cancelled worker reports itself as an error here; the exit must happen
+            pass
+        self.exit(return_code=1)
 
     def all_verified(self) -> bool:
         """Every stage verified on every host: the same condition as headless mode's exit status 0."""

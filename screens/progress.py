@@ -70,7 +70,7 @@ class Progress:
         for host, row in saved.items():
             for stage, progress in row.items():
                 cell = self.cell(stage, host)
-                cell.status = "failed" if progress.status == "running" else progress.status
+                cell.status = "failed" if progress.status in ("running", "interrupted") else progress.status
                 cell.reason = progress.reason if progress.status != "running" else "interrupted: " + progress.reason
                 cell.checks = [
                     c.model_dump() if hasattr(c, "model_dump") else dict(c) for c in checks.get((stage, host), [])
@@ -94,7 +94,8 @@ class Progress:
             return None
         cell = self.cell(stage, host)
         if event.kind == "host_status":
-            cell.status = d["status"]
+            # a stopped run's hosts show as failed (the reason says "interrupted by ..."), as on resume
+            cell.status = "failed" if d["status"] == "interrupted" else d["status"]
             cell.reason = d.get("reason", "")
             if cell.status != "running":
                 self.current_change.pop(host, None)

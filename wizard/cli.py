@@ -208,6 +208,7 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
     )
     from wizard.apply import guard_for
     from wizard.session import lab_time_scale
+    from wizard.state import writing_state
     from wizard.state_lock import lock_state_dir
 
     options.guard = guard_for(answers, lab_time_scale() if args.demo else 1.0)  # type: ignore[arg-type]
@@ -218,10 +219,11 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
         # One writer per state directory (wizard/state_lock.py), taken before --reset wipes it: a second wizard
         # must not remove the progress of one that is running.
         args.state_dir = demo_state_dir(answers, args.state_dir, reset=False)  # type: ignore[arg-type]
-        lock_state_dir(args.state_dir)
-        if args.reset:
-            demo_state_dir(answers, args.state_dir, reset=True)  # type: ignore[arg-type]
-            lock_state_dir(args.state_dir)  # the fresh directory (the old lock file went with it)
+        with writing_state(args.state_dir):  # a full or read-only directory: one line, exit 2
+            lock_state_dir(args.state_dir)
+            if args.reset:
+                demo_state_dir(answers, args.state_dir, reset=True)  # type: ignore[arg-type]
+                lock_state_dir(args.state_dir)  # the fresh directory (the old lock file went with it)
         sys.stderr.write(
             "[simulated] SIMULATED CLUSTER: every host below is simulated on 127.0.0.1; "
             "addresses in the answers file are never contacted.\n"
@@ -236,7 +238,9 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
             return await _run_session(answers, all_steps(), targets, args, bus, options, password)
     from wizard.paths import default_state_dir
 
-    lock_state_dir(args.state_dir or default_state_dir(answers.cluster.name))  # type: ignore[attr-defined]
+    state_dir = args.state_dir or default_state_dir(answers.cluster.name)  # type: ignore[attr-defined]
+    with writing_state(state_dir):
+        lock_state_dir(state_dir)
     targets = production_targets(answers, password)  # type: ignore[arg-type]
     return await _run_session(answers, all_steps(), targets, args, bus, options, password)
 
@@ -248,16 +252,35 @@ async def _run_session(answers, steps, targets, args, bus, options, password) ->
     from wizard.session import open_session
 
     session = open_session(answers, steps, targets, args.state_dir, bus, simulated=args.demo, password=password)
+    runner = session.runner
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    if task is not None:
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+
+    def stop(name: str) -> None:
+        # The first signal stops the run (remote commands get SIGTERM, hosts are recorded as interrupted); a second
+        # one while that cleanup runs changes nothing (the task is already cancelled).
+        if runner.stop_reason is None and task is not None:
+            runner.stop_reason = name
+            task.cancel()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop, sig.name)
     try:
-        return await session.runner.run(options)
+        return await runner.run(options)
     except asyncio.CancelledError:
-        sys.stderr.write("roce-wizard: stopped; progress is saved - run the same command again to resume\n")
-        return EXIT_FAILED
+        from wizard.runner import INTERRUPT_EXIT
+
+        if task is not None:
+            task.uncancel()  # handled here: the cleanup below must not look cancelled to asyncio.timeout()
+        stopped = runner.interruption
+        what = stopped.summary() if stopped else (runner.stop_reason or "a cancel")
+        sys.stderr.write(
+            f"roce-wizard: interrupted by {what}; progress is saved - run the same command again to resume\n"
+        )
+        return INTERRUPT_EXIT.get(runner.stop_reason or "", EXIT_FAILED)
     finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
         await session.close()
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
@@ -40,18 +42,33 @@ class HostLogs:
         self._flush_on: object = None  # the loop a flush is scheduled on
         self._stamp_second = -1
         self._stamp_text = ""
+        self.error: Exception | None = None  # the state directory refused a write (full or read-only)
 
     def path(self, host: str) -> Path:
         return self.folder / f"{host}.log"
 
     def _file(self, host: str) -> IO[str]:
+        if self.error is not None:  # raised again: a flush that failed between calls must still end the run
+            raise self.error
         handle = self._files.get(host)
         if handle is None:
-            self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-            handle = self.path(host).open("a", encoding="utf-8")
-            self.path(host).chmod(0o600)
+            with self._writing():
+                self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+                handle = self.path(host).open("a", encoding="utf-8")
+                self.path(host).chmod(0o600)
             self._files[host] = handle
         return handle
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A full or read-only state directory becomes the one-line StateError that ends the run."""
+        from wizard.state import write_error
+
+        try:
+            yield
+        except OSError as exc:
+            self.error = write_error(self.folder.parent, exc, self.folder)
+            raise self.error from None
 
     def _stamp(self) -> str:
         second = int(time.time())
@@ -61,11 +78,14 @@ class HostLogs:
 
     def _append(self, host: str, text: str) -> IO[str]:
         handle = self._file(host)
-        handle.write(f"{self._stamp()} {self.redact(text)}\n")
+        with self._writing():
+            handle.write(f"{self._stamp()} {self.redact(text)}\n")
         return handle
 
     def write(self, host: str, text: str) -> None:
-        self._append(host, text).flush()
+        handle = self._append(host, text)
+        with self._writing():
+            handle.flush()
 
     def command(self, host: str, command: str) -> None:
         self._append(host, f"$ {command}")
@@ -79,7 +99,9 @@ class HostLogs:
         """Many output lines at once: one timestamp, one redaction pass and one write for all of them."""
         prefix = f"{self._stamp()} " + ("  | " if stream == "stdout" else "  ! ")
         text = prefix + ("\n" + prefix).join(lines) + "\n"
-        self._file(host).write(self.redact(text))
+        handle = self._file(host)
+        with self._writing():
+            handle.write(self.redact(text))
         self._flush_soon(host)
 
     def finished(self, host: str, result: CommandResult | None, error: str | None) -> None:
@@ -103,14 +125,30 @@ class HostLogs:
 
     def _flush(self) -> None:
         self._flush_on = None
-        for host in self._unflushed:
-            handle = self._files.get(host)
-            if handle is not None:
-                handle.flush()
+        try:
+            for host in self._unflushed:
+                handle = self._files.get(host)
+                if handle is not None:
+                    handle.flush()
+        except OSError as exc:  # a loop callback: kept, and raised by the next write (or by close)
+            from wizard.state import write_error
+
+            self.error = self.error or write_error(self.folder.parent, exc, self.folder)
         self._unflushed.clear()
 
     def close(self) -> None:
+        """Close every log; raises the state directory's write error, if any, once all are closed."""
         self._unflushed.clear()
+        failed: OSError | None = None
         for handle in self._files.values():
-            handle.close()
+            try:
+                handle.close()
+            except OSError as exc:  # the last buffered lines did not fit
+                failed = failed or exc
         self._files.clear()
+        if self.error is None and failed is not None:
+            from wizard.state import write_error
+
+            self.error = write_error(self.folder.parent, failed, self.folder)
+        if self.error is not None:
+            raise self.error

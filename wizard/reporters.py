@@ -100,6 +100,6 @@ class HumanReporter:
         elif kind == "output" and self.verbose:
             for line in d["lines"] if "lines" in d else [d["line"]]:
                 self._say(f"   {d['host']} | {line}")
-        elif kind == "run_finished":
+        elif kind == "run_finished" and not d.get("interrupted"):  # a stopped run: the CLI's one line says it
             verdict = "all stages verified" if d["exit_code"] == 0 else "not everything is verified"
             self._say(f"roce-wizard: {verdict} (exit {d['exit_code']}); state and logs in {d['state_dir']}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
@@ -11,10 +12,14 @@ from typing import Any
 
 from wizard.answers import Answers
 from wizard.apply import BACKUP_ROOT, Guard, StepFailed, apply_change
+from wizard.apply_resume import drop_missing_backups, record_intent, record_written, settle_reverts
+from wizard.errors import StateError
 from wizard.events import EventBus
 from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
+from wizard.host_lock import HostHolder, HostLock
 from wizard.logs import HostLogs
-from wizard.predict import Prediction, predicted_facts
+from wizard.outcomes import INTERRUPT_EXIT, Interruption, StageOutcome
+from wizard.plan_ahead import PlanAhead
 from wizard.prefetch import ProbeLog, explain_misses, read_stage
 from wizard.state import RunRecord, StateStore, now
 from wizard.step import CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
@@ -33,14 +38,7 @@ class RunOptions:
     guard: Guard | None = field(default_factory=Guard)
 
 
-@dataclass(slots=True)
-class StageOutcome:
-    stage: str
-    statuses: dict[str, str] = field(default_factory=dict)
-    plans: dict[str, HostPlan] = field(default_factory=dict)
-
-
-class Runner:
+class Runner(PlanAhead):
     """Drives steps over hosts through executors; the TUI and headless mode both use it."""
 
     def __init__(
@@ -67,9 +65,15 @@ class Runner:
         # instead of twice per command (two fsyncs per probe made the state the bottleneck at 1,000 hosts).
         self._changing: set[str] = set()
         self.probe_log = ProbeLog(store.root)
+        # The state directory refused a write (full, read-only): no host starts anything more, and the run ends
+        # with that error once the hosts already at work have stopped at their next write.
+        self._state_error: StateError | None = None
         # Names this run's backup folder. The random tail keeps a run resumed within the same second (a kill and an
         # automatic retry) from copying the wizard's own version over the original's backup in the same folder.
         self.run_id = now().replace(":", "").replace("-", "") + "-" + secrets.token_hex(3)
+        self.stop_reason: str | None = None  # set by whoever cancels a run: "SIGTERM", "SIGINT", "quit"
+        self.interruption: Interruption | None = None
+        self._stage: str | None = None  # the stage run_stage is in
 
     # -- listener protocol for executors ----------------------------------------------------------------
     def command_started(self, host: str, command: str) -> None:
@@ -122,61 +126,47 @@ class Runner:
         self.bus.emit("run_started", cluster=run.cluster, hosts=run.hosts, stages=options.stages, demo=options.demo)
         ok = True
         try:
+            await self._settle_interrupted(options)
             if "discovery" not in options.stages:
                 await self._refresh_discovery()
             for stage in options.stages:
                 outcome = await self.run_stage(stage, options)
                 if getattr(self.steps[stage], "available", True):
                     ok = ok and all(status == "done" for status in outcome.statuses.values())
+        except asyncio.CancelledError:
+            stopped = self.record_interruption(self.stop_reason or "cancelled")
+            run.interrupted = stopped.summary()
+            raise
+        except StateError as exc:
+            self._state_error = self._state_error or exc
+            raise  # the run record would not be written either; the error itself says what to do
         finally:
             run.finished_at = now()
-            run.exit_code = 0 if ok else 1
-            self.store.save_run(run)
-            self.bus.emit("run_finished", exit_code=run.exit_code, state_dir=str(self.store.root))
+            run.exit_code = INTERRUPT_EXIT.get(self.stop_reason or "", 1) if run.interrupted else 0 if ok else 1
+            if self._state_error is None:
+                self.store.save_run(run)
+                self.bus.emit(
+                    "run_finished", exit_code=run.exit_code, state_dir=str(self.store.root), interrupted=run.interrupted
+                )
         return run.exit_code
 
-    async def plan_all(self, stages: Sequence[str]) -> list[StageOutcome]:
-        """Probe and plan every stage without changing anything.
+    async def _settle_interrupted(self, options: RunOptions) -> None:
+        """On hosts where an earlier run died mid-stage, disarm the automatic reverts it left armed."""
+        scale = options.guard.clock_scale if options.guard else 1.0
 
-        A stage whose plan changes what later stages plan from (device names, addresses, GIDs) predicts its effect;
-        the later stages are planned from facts with those predictions applied, and each such plan lists the
-        predicted values in ``HostPlan.predicted``. The saved facts stay what the hosts really showed.
-        """
-        outcomes = []
-        predictions: dict[str, list[Prediction]] = {}
-        if "discovery" not in stages:
-            await self._refresh_discovery()
-        for stage in stages:
-            outcome = StageOutcome(stage)
-            await self._probe_hosts(stage, self._hosts_in_run(), outcome)
-            view = self._predicted_view(predictions)
-            for host in self._hosts_in_run():
-                if host in outcome.statuses:
-                    continue
-                plan = self._plan(stage, view, host)
-                plan.predicted = [value for p in predictions.get(host, []) for value in p.values]
-                plan.predicted_checks = [line for p in predictions.get(host, []) for line in p.guards]
-                outcome.plans[host] = plan
-                prediction = self._predict(stage, view, host, plan)
-                if prediction is not None:
-                    predictions.setdefault(host, []).append(prediction)
-            outcomes.append(outcome)
-        return outcomes
+        async def settle(host: str) -> None:
+            try:
+                for line in await settle_reverts(self.executors[host], scale):
+                    self.logs.write(host, f"[resume] automatic revert {line}")
+            except ExecutorError:
+                pass  # an unreachable host fails in its first probe, with the reason
 
-    def _predicted_view(self, predictions: dict[str, list[Prediction]]) -> ClusterView:
-        if not predictions:
-            return self.view()
-        facts = {h: predicted_facts(f, predictions[h]) if h in predictions else f for h, f in self.facts.items()}
-        return ClusterView(self.answers, facts)
-
-    def _predict(self, stage: str, view: ClusterView, host: str, plan: HostPlan) -> Prediction | None:
-        if plan.blockers or plan.empty:
-            return None
-        try:
-            return self.steps[stage].predict(view, host, plan)
-        except Exception:  # noqa: BLE001 - a prediction is advice; without it later stages plan from today's facts
-            self.logs.write(host, traceback.format_exc())
-            return None
+        stale = [
+            h.name
+            for h in self.answers.hosts
+            if any(r.status in ("running", "interrupted") for r in self.store.host(h.name).stages.values())
+        ]
+        await asyncio.gather(*(self._bounded(settle(h)) for h in stale))
 
     def view(self) -> ClusterView:
         return ClusterView(self.answers, self.facts)
@@ -186,6 +176,7 @@ class Runner:
         step = self.steps[stage]
         outcome = StageOutcome(stage)
         hosts = [h.name for h in self.answers.hosts]
+        self._stage = stage
         self.bus.emit("stage_started", stage=stage, title=step.title)
         if not getattr(step, "available", True):
             for host in hosts:
@@ -220,6 +211,7 @@ class Runner:
             await asyncio.gather(
                 *(self._bounded(self._apply(stage, h, p, options, outcome)) for h, p in to_apply.items())
             )
+            self._check_state()
             changed = [h for h in to_apply if h not in outcome.statuses]
             if stage != "discovery" and "discovery" in self.steps:
                 await self._refresh_discovery_after(stage, changed, outcome)
@@ -251,6 +243,7 @@ class Runner:
 
     async def _probe_hosts(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
         await asyncio.gather(*(self._bounded(self._probe(stage, host, outcome)) for host in hosts))
+        self._check_state()
 
     async def _read_host(self, stage: str, host: str) -> dict[str, Any]:
         """The stage's probe on one host, its read-only commands fetched in one exec (wizard/prefetch.py)."""
@@ -272,6 +265,8 @@ class Runner:
                 self.bus.emit("host_simulated", host=host)
         except ExecutorError as exc:
             self._finish(stage, host, "failed", exc.detail, outcome)
+        except StateError:
+            raise  # the control machine's fault, not the host's: the run ends with it
         except Exception as exc:  # noqa: BLE001
             self.logs.write(host, traceback.format_exc())
             self._finish(stage, host, "failed", f"internal error while probing: {exc!r}", outcome)
@@ -293,32 +288,44 @@ class Runner:
                 self._finish(stage, host, "failed", f"re-reading the host after the changes: {exc.detail}", outcome)
 
         await asyncio.gather(*(self._bounded(refresh(host)) for host in hosts))
+        self._check_state()
 
     async def _apply(self, stage: str, host: str, plan: HostPlan, options: RunOptions, outcome: StageOutcome) -> None:
         executor = self.executors[host]
         record = self.store.host(host).stage(stage)
         backup_dir = f"{BACKUP_ROOT}/{self.run_id}/{stage}"
-        self._set(stage, host, "running", f"applying {len(plan.changes)} change(s)")
+        # Changing first: the record that changes are about to start is then fsynced before any runs (and each
+        # command's in-flight record before it); a state directory that refuses it stops the host here.
         self._changing.add(host)
+        self._set(stage, host, "running", f"applying {len(plan.changes)} change(s)")
+        # One writer per host: another wizard (another control machine, another state directory) may be changing it.
+        lock = HostLock(executor, HostHolder.this_process(self.store.root), note=lambda t: self.logs.write(host, t))
         try:
             for change in plan.changes:
+                await lock.ensure()  # before each change: a reboot or a dropped connection ended the last hold
                 self.bus.emit("change_started", stage=stage, host=host, summary=change.summary, impact=change.impact)
-                written = await apply_change(executor, change, backup_dir, options.reboot_timeout_s, options.guard)
-                for path, backup in written:
-                    if backup:
-                        record.backups.append(backup)
-                    elif path not in record.created:
-                        record.created.append(path)
-                record.created_links += [n for n in change.creates_links if n not in record.created_links]
+                intent = record_intent(record, change, backup_dir)
+                self.store.save_host(host)  # on disk before the change starts: a kill mid-change loses nothing
+                try:
+                    written = await apply_change(executor, change, backup_dir, options.reboot_timeout_s, options.guard)
+                except (ExecutorError, StepFailed):
+                    with contextlib.suppress(ExecutorError):  # a backup planned but never taken must not be restored
+                        await drop_missing_backups(executor, record, list(intent.backups.values()))
+                    self.store.save_host(host)
+                    raise
+                await drop_missing_backups(executor, record, record_written(record, written, intent))
                 record.changes_applied += 1
                 self.store.save_host(host)
         except (ExecutorError, StepFailed) as exc:
             message = exc.detail if isinstance(exc, ExecutorError) else str(exc)
             self._finish(stage, host, "failed", message, outcome)
+        except StateError:
+            raise  # the control machine's fault: the host stopped before its next command, with its record
         except Exception as exc:  # noqa: BLE001
             self.logs.write(host, traceback.format_exc())
             self._finish(stage, host, "failed", f"internal error while applying: {exc!r}", outcome)
         finally:
+            await lock.release()
             self._changing.discard(host)
 
     async def _cluster_probe(self, stage: str, hosts: list[str], outcome: StageOutcome) -> None:
@@ -330,6 +337,8 @@ class Runner:
         except ExecutorError as exc:
             self._finish(stage, exc.host, "failed", exc.detail, outcome)
             return
+        except StateError:
+            raise
         except Exception as exc:  # noqa: BLE001
             for host in hosts:
                 self.logs.write(host, traceback.format_exc())
@@ -382,9 +391,42 @@ class Runner:
                 self._finish(stage, host, "done", reason, outcome)
 
     # -- bookkeeping --------------------------------------------------------------------------------------
+    def record_interruption(self, why: str) -> Interruption:
+        """The run was stopped: every host still running the current stage is saved as ``interrupted``, with the
+        command that was in flight (a resume re-probes and re-plans it, as after a crash)."""
+        stopped = Interruption(why, self._stage)
+        for host in [h.name for h in self.answers.hosts] if self._stage else []:
+            record = self.store.host(host)
+            stage = record.stage(self._stage)  # type: ignore[arg-type]
+            if stage.status != "running":
+                continue
+            stopped.hosts.append(host)
+            command = record.command_in_flight
+            if command:
+                stopped.in_flight[host] = command
+            doing = f"`{command}` was running" if command else f"it was {stage.reason or 'running'}"
+            stage.finished_at = now()
+            self._changing.add(host)  # durable: this record is what the next run and `status` read
+            self._set(self._stage, host, "interrupted", f"interrupted by {why}: {doing}")  # type: ignore[arg-type]
+            self._changing.discard(host)
+        self.interruption = stopped
+        return stopped
+
     async def _bounded(self, work: Awaitable[None]) -> None:
         async with self._limit:
-            await work
+            if self._state_error is not None:  # the state directory refused a write: start nothing more
+                getattr(work, "close", lambda: None)()
+                return
+            try:
+                await work
+            except StateError as exc:
+                # The other hosts finish the command they are in and stop at their next write (each change's
+                # command is recorded before it runs); cancelling them would abandon commands mid-way.
+                self._state_error = self._state_error or exc
+
+    def _check_state(self) -> None:
+        if self._state_error is not None:
+            raise self._state_error
 
     def _hosts_in_run(self) -> list[str]:
         return [h.name for h in self.answers.hosts if h.name not in self._out_of_run]

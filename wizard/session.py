@@ -148,6 +148,12 @@ async def simulated_targets(
             target.accept_new_host_keys = False
             target.connect_timeout_s = min(target.connect_timeout_s, 5.0)
         yield targets
+        if lab.disk_error is not None and state_dir is not None:
+            # The hosts' disks are part of the state directory: one that could not be saved ends the run the way
+            # the wizard's own state does (the hosts refused every command after it).
+            from wizard.state import write_error
+
+            raise write_error(state_dir, lab.disk_error, state_dir / "lab")
     finally:
         await lab.stop()
 

@@ -12,9 +12,12 @@ Per-host files keep each save small, so saving after every command stays cheap w
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -25,7 +28,8 @@ from wizard.errors import StateError
 from wizard.step import CheckItem
 
 SCHEMA_VERSION = 1
-Status = Literal["pending", "running", "done", "failed", "skipped"]
+# interrupted: the run was stopped (SIGINT, SIGTERM, quit) while the stage ran on the host; a resume re-plans it.
+Status = Literal["pending", "running", "done", "failed", "skipped", "interrupted"]
 
 
 def now() -> str:
@@ -73,6 +77,8 @@ class RunRecord(_Model):
     started_at: str | None = None
     finished_at: str | None = None
     exit_code: int | None = None
+    interrupted: str | None = None
+    """Why the run stopped early ("SIGTERM during stage ofed on 2 host(s)"); None when it ran to its end."""
 
 
 def atomic_write(path: Path, text: str, *, durable: bool = True) -> None:
@@ -81,22 +87,55 @@ def atomic_write(path: Path, text: str, *, durable: bool = True) -> None:
     The rename alone makes that true when the wizard is killed (the kernel keeps the new file). ``durable`` also
     fsyncs it so it survives a power loss of the control machine; that costs milliseconds per write on a busy disk,
     and it blocks the event loop, so records that a later run re-reads from the hosts anyway skip it."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            if durable:
-                os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
+    with writing_state(state_dir_of(path), path):
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
-            os.unlink(temp)
-        except OSError:
-            pass
-        raise
+            os.fchmod(fd, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+                handle.flush()
+                if durable:
+                    os.fsync(handle.fileno())
+            os.replace(temp, path)
+        except BaseException:
+            try:
+                os.unlink(temp)  # a full or read-only disk leaves no temp file behind, and the old file as it was
+            except OSError:
+                pass
+            raise
+
+
+# Folders of a state directory (see the module docstring); a file in one of them belongs to the folder above.
+_STATE_FOLDERS = frozenset({"hosts", "facts", "logs", "probes", "lab"})
+
+
+def state_dir_of(path: Path) -> Path:
+    """The state directory a state file lives in."""
+    return path.parent.parent if path.parent.name in _STATE_FOLDERS else path.parent
+
+
+def write_error(state_dir: Path, exc: OSError, path: Path | None = None) -> StateError:
+    """One line for a write the state directory refused: where, the OS reason and its code, and what to do."""
+    code = errno.errorcode.get(exc.errno or 0, "")
+    reason = f"{exc.strerror or exc} ({code})" if code else str(exc.strerror or exc)
+    what = ""
+    if path is not None:
+        what = f", saving {path.relative_to(state_dir) if path.is_relative_to(state_dir) else path}"
+    return StateError(
+        f"cannot write to the state directory {state_dir}: {reason}{what}; what was saved before is intact and "
+        "no change was started without its record - free space or make it writable (or use another --state-dir), "
+        "then run the same command again to resume"
+    )
+
+
+@contextlib.contextmanager
+def writing_state(state_dir: Path, path: Path | None = None) -> Iterator[None]:
+    """Turns an OS error of a write into the StateError that ends the run with one line (exit 2)."""
+    try:
+        yield
+    except OSError as exc:
+        raise write_error(state_dir, exc, path) from None
 
 
 class StateStore:

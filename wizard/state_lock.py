@@ -90,9 +90,14 @@ class StateLock:
         if self.held:
             return self
         self.release()
-        self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         for _ in range(5):
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            try:
+                self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+            except OSError as exc:  # full, read-only or not ours: the same one line as any refused state write
+                from wizard.state import write_error
+
+                raise write_error(self.state_dir, exc, self.path) from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

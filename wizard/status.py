@@ -60,17 +60,19 @@ def print_status(state_dir: Path, *, as_json: bool) -> int:
     print(f"cluster {run.cluster}{tag}; state in {state_dir}")
     last = f"last run {run.started_at} -> {run.finished_at or 'interrupted'}"
     print(last + (f", exit {run.exit_code}" if run.exit_code is not None else ""))
+    if run.interrupted:
+        print(f"interrupted by {run.interrupted}; run the same command again to resume")
     width = max(len(h) for h in hosts) if hosts else 4
-    print(f"{'host':<{width}}  " + "  ".join(f"{s:<10}" for s in STAGE_IDS))
+    print(f"{'host':<{width}}  " + "  ".join(f"{s:<11}" for s in STAGE_IDS))  # 11: "interrupted"
     for host, stages in table.items():
         cells = [(r.status if r else "pending") for r in stages.values()]
-        print(f"{host:<{width}}  " + "  ".join(f"{c:<10}" for c in cells))
+        print(f"{host:<{width}}  " + "  ".join(f"{c:<11}" for c in cells))
     for host, stages in table.items():
         in_flight = store.host(host).command_in_flight
         if in_flight:
             print(f"{host}: was running `{in_flight}` when the run stopped")
         for stage, record in stages.items():
-            if record and record.status in ("failed", "pending", "running") and record.reason:
+            if record and record.status in ("failed", "pending", "running", "interrupted") and record.reason:
                 print(f"{host} {stage}: {record.status}: {record.reason}")
     print(f"logs: {store.logs_dir}/<host>.log")
     return EXIT_OK

@@ -244,3 +244,16 @@ def test_the_wizard_itself_refuses_a_second_run_on_a_state_directory_in_use(
         cwd=REPO, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert rollback.returncode == EXIT_USAGE and f"in use by pid {holder_process.pid}" in rollback.stderr
+
+
+def test_a_state_directory_that_cannot_be_written_is_one_line_naming_it_not_a_traceback(tmp_path: Path) -> None:
+    import errno
+    from unittest import mock
+
+    from wizard.errors import StateError
+
+    refused = OSError(errno.EROFS, "Read-only file system")
+    with mock.patch("os.open", side_effect=refused), pytest.raises(StateError) as err:
+        StateLock(tmp_path / "state").acquire()
+    assert str(err.value).startswith(f"cannot write to the state directory {tmp_path / 'state'}: ")
+    assert "Read-only file system (EROFS), saving lock" in str(err.value)

@@ -2,9 +2,10 @@
 
 Each host is a network namespace ``rw-hN`` with its own ``eth0`` plugged into a bridge in ``rw-sw`` (the switch),
 and its own ``sshd`` started under ``unshare --uts --mount``: its own hostname, a copy-on-write overlay over /etc
-(a user, sudo rules and /etc/hosts private to that host) and empty tmpfs homes. The test process reaches the hosts
-from the root namespace over the veth ``rw-up`` (10.77.0.1/16). A route ``unreachable 10.77.0.0/16`` with a high
-metric stays as a leak guard, so a lab address can never follow the default route out of the machine.
+(a user, sudo rules and /etc/hosts private to that host), empty tmpfs homes and its own /run/lock. The test process
+reaches the hosts from the root namespace over the veth ``rw-up`` (10.77.0.1/16). A route ``unreachable
+10.77.0.0/16`` with a high metric stays as a leak guard, so a lab address can never follow the default route out of
+the machine.
 
 Faults are made the way they happen on a rack: the switch port goes down (cable pulled), the listener dies, every
 process of the host dies (crash), a firewall rejects or drops SSH, packets are lost at random, sudo wants a password.
@@ -93,6 +94,11 @@ class NsHost:
         marker.unlink(missing_ok=True)
         Path(f"{marker}.pids").unlink(missing_ok=True)
         Path(f"{marker}.released").unlink(missing_ok=True)
+        # Made here, writable by all: the login user's call and root's call under sudo both append to it. Left to
+        # the first call, a root-owned file would refuse the other's PID and that call would hang unreleased.
+        pids = Path(f"{marker}.pids")
+        pids.touch()
+        pids.chmod(0o666)
         wrapper = self.workdir / "bin" / command
         # Every call is recorded: the wizard's plain and sudo probe batches may both run the command at once. A call
         # that records itself after the release read the PIDs finds the release flag and ends at once, as the others
@@ -238,6 +244,8 @@ class NsLab:
             f"workdir={workdir / 'etc-work'} /etc && "
             "mount -t tmpfs -o size=16m,mode=755 rw-home /home && "
             "mount -t tmpfs -o size=16m,mode=700 rw-root /root && "
+            # Its own /run/lock, as every real host has: the wizard's host lock (wizard/host_lock.py) lives there.
+            "mkdir -p /run/lock && mount -t tmpfs -o size=1m,mode=1777 rw-runlock /run/lock && "
             f"mount --bind {workdir / 'bin'} /usr/local/bin && "
             f"useradd -M -d /home/{USER} -s /bin/bash -p '*' {USER} && "
             f"install -d -m 755 -o {USER} -g {USER} /home/{USER} && "

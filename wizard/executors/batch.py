@@ -39,15 +39,22 @@ def script(commands: Sequence[Sequence[str] | str], token: str, *, timeout_s: fl
 
     Each command runs in a subshell so an ``exit`` or ``set -e`` inside it ends only itself. With ``timeout_s``
     each command is wrapped in coreutils ``timeout`` (a hung probe ends with status 124, the others still run).
+
+    A stopped wizard ends the batch through the SSH "signal" request: sshd kill()s the session's process group as
+    the login user. Under sudo that reaches only sudo, which relays the signal to its own child (this script) and
+    no further, and the user may not signal root's processes: the probe running at that moment would be left behind
+    (seen on OpenSSH 9.2 and sudo 1.9.13, tests/nslab/test_interrupt_real.py). So the script passes the signal on to
+    its whole process group itself. A shell defers a trap while a foreground command runs, but ``wait`` returns at
+    once for a trapped signal (POSIX sh, "Signals and Error Handling"): each command runs as a job that is waited for.
     """
-    lines = [f"T={shlex.quote(token)}"]
+    lines = [f"T={shlex.quote(token)}", "trap 'trap - TERM HUP; kill -TERM 0; exit 143' TERM HUP"]
     for i, argv in enumerate(commands):
         command = render_command(argv)
         if timeout_s is not None:
             command = f"timeout {timeout_s:g} sh -c {shlex.quote(command)}"
         lines += [
             f"printf '\\n%s %d\\n' \"$T\" {i}; printf '\\n%s %d\\n' \"$T\" {i} >&2",
-            f"( {command} ) </dev/null",
+            f"( {command} ) </dev/null & wait $!",
             f"printf '\\n%s %d %d\\n' \"$T\" {i} $?; printf '\\n%s %d end\\n' \"$T\" {i} >&2",
         ]
     return "\n".join(lines) + "\n"

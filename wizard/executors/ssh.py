@@ -293,6 +293,24 @@ class SshExecutor:
             self.listener.command_finished(self.name, shown, result, None)
         return result
 
+    async def open_process(self, argv: Sequence[str], *, sudo: bool = False) -> asyncssh.SSHClientProcess[str]:
+        """Start a long-lived command on a channel of its own and leave its stdin open (wizard/host_lock.py holds
+        the host's lock so); the caller reads it and ends it. It is no step of a stage, so it is not logged as the
+        command in flight."""
+        remote, stdin = SBIN_ON_PATH + render_command(argv), None
+        if sudo:
+            remote, stdin = await self._with_sudo(argv, None)
+        await self.connect()
+        assert self._conn is not None
+        try:
+            process = await self._conn.create_process(remote, encoding="utf-8", errors="replace")
+            if stdin:
+                process.stdin.write(stdin)  # the sudo password line; no EOF, that would end the command
+        except (asyncssh.Error, OSError) as exc:
+            self._conn = None
+            raise ConnectionLost(self.name, f"connection lost before {render_command(argv)!r} started: {exc}") from None
+        return process
+
     async def run_batch(
         self, commands: Sequence[Sequence[str] | str], *, sudo: bool = False, timeout_s: float | None = None
     ) -> list[CommandResult]:
@@ -451,16 +469,17 @@ class SshExecutor:
                 if self.listener and not quiet:
                     self.listener.output_line(self.name, stream, text)
 
+        work = asyncio.gather(pump(process.stdout, "stdout", out), pump(process.stderr, "stderr", err), process.wait())
         try:
-            await asyncio.wait_for(
-                asyncio.gather(
-                    pump(process.stdout, "stdout", out), pump(process.stderr, "stderr", err), process.wait()
-                ),
-                timeout_s,
-            )
+            await asyncio.wait_for(work, timeout_s)
         except TimeoutError:
             process.close()
             raise CommandTimeout(self.name, f"{shown!r} still running after {timeout_s:g}s; stopped") from None
+        except asyncio.CancelledError:
+            if work.done() and not work.cancelled():
+                work.exception()  # Python 3.11 stores the cancel as the gather's exception; taken, so never logged
+            await _end_remote(process)
+            raise
         except (asyncssh.Error, OSError, BrokenPipeError) as exc:
             self._conn = None
             raise ConnectionLost(self.name, self._bastion_note(f"connection lost during {shown!r}: {exc}")) from None
@@ -538,6 +557,21 @@ class SshExecutor:
 # known_hosts parsed once per file content, not once per connection: given a path, asyncssh re-reads and re-parses
 # the whole file on every connect, and 1,000 hosts against a 1,000-line file was a million key parses (issue 15).
 _KNOWN_HOSTS: dict[str, tuple[tuple[int, int], asyncssh.SSHKnownHosts]] = {}
+
+
+async def _end_remote(process: asyncssh.SSHClientProcess[str], grace_s: float = 2.0) -> None:
+    """The wizard stops (SIGINT, SIGTERM, quit): end the remote command, not just our side of it.
+
+    Closing the channel alone leaves a command without a pty running on OpenSSH. The RFC 4254 6.9 "signal" request
+    makes sshd (7.9 and later; earlier ones ignore it) killpg() the session's process group with SIGTERM. The exit
+    status is awaited briefly so the command is gone before the connection closes; then the channel is closed."""
+    try:
+        process.terminate()
+        await asyncio.wait_for(asyncio.shield(process.wait_closed()), grace_s)
+    except (TimeoutError, asyncssh.Error, OSError, asyncio.CancelledError):
+        pass  # a dead connection or a second interrupt: nothing more to wait for
+    finally:
+        process.close()
 
 
 def _parsed_known_hosts(path: Path) -> asyncssh.SSHKnownHosts | str:

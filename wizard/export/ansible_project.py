@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shlex
 import shutil
 from pathlib import Path
 from typing import Any
@@ -115,10 +116,30 @@ def ssh_args(answers: Answers, host_jump: Any) -> str:
     args.append(f"-o ServerAliveInterval={int(ssh.keepalive_interval_s)} -o ServerAliveCountMax=3")
     jump = ssh.jump_host if host_jump is None else host_jump
     if jump is not None and jump != "none":
-        # The bastion's own key file is ~/.ssh/config's business here (ProxyJump takes none).
-        user = f"{jump.user or ssh.user}@"
-        args.append(f"-o ProxyJump={user}{jump.address}" + (f":{jump.port}" if jump.port else ""))
+        args.append(_bastion(answers, jump))
     return " ".join(args)
+
+
+def _bastion(answers: Answers, jump: Any) -> str:
+    """The bastion hop as the wizard makes it: its key and the same known_hosts.
+
+    ProxyJump would not do: options given on ssh's command line apply to the destination only, never to the jump
+    host (ssh(1), -J), so a key or known_hosts file named in the answers would be missing on the hop. Without either,
+    ProxyJump keeps ~/.ssh/config in charge of the hop, as it is for the wizard."""
+    ssh = answers.ssh
+    target = f"{jump.user or ssh.user}@{jump.address}"
+    key = jump.identity_file or ssh.identity_file
+    if not key and not ssh.known_hosts:
+        return f"-o ProxyJump={target}" + (f":{jump.port}" if jump.port else "")
+    hop = ["ssh", "-W", "%h:%p", "-o", "StrictHostKeyChecking=" + ("accept-new" if ssh.accept_new_host_keys else "yes")]
+    if ssh.known_hosts:
+        hop += ["-o", f"UserKnownHostsFile={ssh.known_hosts}"]
+    if key:
+        hop += ["-i", key]
+    if jump.port:
+        hop += ["-p", str(jump.port)]
+    # Ansible splits ansible_ssh_common_args as a shell would: the whole hop is one quoted -o value.
+    return "-o " + shlex.quote("ProxyCommand=" + shlex.join([*hop, target]))
 
 
 def site(roles: list[str]) -> list[dict[str, Any]]:

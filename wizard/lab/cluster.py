@@ -88,6 +88,7 @@ class Lab:
         self._own_dir: Path | None = None
         self.started = False
         self.disk_dir: Path | None = None  # where hosts keep their disks between runs (the demo's state dir)
+        self.disk_error: OSError | None = None  # a disk could not be saved there (full, read-only): hosts stop
 
     # -- construction --------------------------------------------------------------------------------------
     @classmethod

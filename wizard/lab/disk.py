@@ -9,6 +9,7 @@ images are JSON (never pickle): a state directory is data, not code.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import tempfile
@@ -62,11 +63,16 @@ def save_disk(host: SimHost, path: Path) -> None:
     }
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(json.dumps(doc))  # dumps runs the C encoder; dump() iterates in Python, ~10x slower
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(doc))  # dumps runs the C encoder; dump() iterates in Python, ~10x slower
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)  # a full or read-only disk keeps the last image and no temp file
+        raise
 
 
 def load_disk(host: SimHost, path: Path) -> bool:

@@ -34,6 +34,7 @@ FAULT_KINDS: dict[str, bool | None] = {
     "sudo_lecture": False,
     "motd": None,
     "missing": True,
+    "hang": None,
 }
 
 FAULT_HELP = {
@@ -71,6 +72,8 @@ FAULT_HELP = {
     "sudo_lecture": "sudo_lecture       the first sudo prints the usual lecture on stderr",
     "motd": "motd[=TEXT]        ~/.bashrc echoes a banner on stdout in every session, exec sessions included",
     "missing": "missing=TOOL       TOOL is on no PATH (command not found, exit 127)",
+    "hang": "hang[=TEXT]        the first command containing TEXT (default 'apt-get install') hangs until its SSH\n"
+    "                   client signals it (wizard/lab/hang.py)",
 }
 
 

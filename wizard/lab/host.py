@@ -10,13 +10,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wizard.lab import boot, kmods, netops, netplan, packages, rootfs, services, strange, udev, user_env
+from wizard.lab import boot, hang, kmods, netops, netplan, packages, rootfs, services, strange, udev, user_env
 from wizard.lab.faults import Fault
 from wizard.lab.gids import GidTable
 from wizard.lab.linkstate import LinkState
 from wizard.lab.netdevs import Netdev
 from wizard.lab.profile import CardSpec, HostProfile
-from wizard.lab.shell.interp import DEFAULT_PATH, IO, Shell
+from wizard.lab.shell.interp import DEFAULT_PATH, EXEC_GROUP, IO, Shell
 from wizard.lab.streams import BufferSink, Input, Sink, TextInput
 from wizard.lab.vfs import ROOT, VFS, Cred
 
@@ -337,20 +337,38 @@ class SimHost(LinkState):
         client: tuple[str, int] = ("10.0.0.1", 50022),
     ) -> int:
         """Run one SSH exec request's command line as ``bash -c`` would for ``user``."""
+        broken = getattr(self.lab, "disk_error", None)
+        if broken is not None:
+            # The last command's disk did not save: running more would change a host that the next run would meet
+            # without those changes, so the simulated host refuses (and the wizard's run ends with the error).
+            err.write(f"roce-wizard lab: cannot save the simulated hosts' disks: {broken}; refusing commands\n")
+            return 125
         self.history.append(command)
         cred = self.cred_for(user)
         full_env = self.login_env(user, env, client)
         shell = Shell(self, cred=cred, env=full_env, cwd=full_env["HOME"], io=IO(stdin or TextInput(""), out, err))
         strange.login_noise(self, out)  # the ``motd`` fault: a chatty ~/.bashrc
+        group: set[asyncio.Task[int]] = set()
+        in_group = EXEC_GROUP.set(group)
         try:
+            if hang.hangs(self, command):
+                await hang.hang(self, command, err)
             return await shell.run(command)
+        except asyncio.CancelledError:
+            for job in list(group):  # killed by a signal: its process group goes with it (see EXEC_GROUP)
+                job.cancel()
+            raise
         finally:
+            EXEC_GROUP.reset(in_group)
             self._maybe_lock_out(command)
             disk_dir = getattr(self.lab, "disk_dir", None)
             if disk_dir is not None:
                 from wizard.lab.disk import save_disk
 
-                save_disk(self, disk_dir / f"{self.name}.json")
+                try:
+                    save_disk(self, disk_dir / f"{self.name}.json")
+                except OSError as exc:  # in the wizard's state directory: full or read-only, as the wizard sees it
+                    self.lab.disk_error = self.lab.disk_error or exc
 
     async def run(
         self, command: str, *, user: str = "root", stdin: str = "", env: dict[str, str] | None = None

@@ -113,7 +113,7 @@ BASE: list[Pkg] = [
         "2:3.3.17-6ubuntu2.1",
         bins=_tools("/usr/bin", "ps", "pgrep", "pkill", "uptime", "free") + (("/usr/sbin/sysctl", "sysctl"),),
     ),
-    Pkg("util-linux", "2.37.2-4ubuntu3.4", bins=_tools("/usr/bin", "dmesg", "lscpu")),
+    Pkg("util-linux", "2.37.2-4ubuntu3.4", bins=_tools("/usr/bin", "dmesg", "lscpu", "flock")),
     Pkg("wget", "1.21.2-2ubuntu1.1", bins=_tools("/usr/bin", "wget")),
     Pkg("gpg", "2.2.27-3ubuntu2.1", bins=_tools("/usr/bin", "gpg")),
     Pkg("gnupg", "2.2.27-3ubuntu2.1"),

@@ -139,8 +139,8 @@ class HostListener:
         user = process.get_extra_info("username") or "root"
         peer = process.get_extra_info("peername") or ("127.0.0.1", 0)
         drop = host.take_ssh_drop(command)
-        try:
-            status = await host.exec(
+        run = asyncio.ensure_future(
+            host.exec(
                 command,
                 user=user,
                 env=dict(process.env or {}),
@@ -149,8 +149,26 @@ class HostListener:
                 err=_ChannelSink(process.stderr),
                 client=(CLIENT_ADDRESS, int(peer[1])),
             )
+        )
+        signalled: list[str] = []
+
+        def signal_received(name: str) -> None:
+            # sshd killpg()s the session on a "signal" request (RFC 4254 6.9); asyncssh would only queue it on stdin
+            signalled.append(name)
+            run.cancel(f"SIG{name}")
+
+        process.signal_received = signal_received  # type: ignore[method-assign]
+        try:
+            status = await run
         except asyncio.CancelledError:
-            raise
+            if not signalled or not run.cancelled():
+                run.cancel()
+                raise
+            try:
+                process.exit_with_signal(signalled[0])  # what sshd reports for a command killed by a signal
+            except (asyncssh.Error, OSError, RuntimeError):
+                pass
+            return
         except Exception as exc:  # a simulator bug must show up as a failed command, not a hung session
             log.exception("lab command failed on %s: %s", host.name, command)
             process.stderr.write(f"roce-wizard lab: internal error while running the command: {exc!r}\n")

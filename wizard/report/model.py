@@ -21,7 +21,7 @@ class StageRow(_Model):
     """One stage on one host as the state directory recorded it."""
 
     stage: str
-    status: str  # pending / running / done / failed / skipped
+    status: str  # pending / running / done / failed / skipped / interrupted
     started_at: str | None = None
     finished_at: str | None = None
     duration_s: float | None = None

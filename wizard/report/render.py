@@ -19,7 +19,7 @@ VERDICT_TEXT = {
     "incomplete": "not finished: some stages were not run or are still pending",
 }
 VERDICT_CLASS = {"verified": "pass", "failed": "fail", "incomplete": "warn"}
-STATUS_ORDER = ("failed", "running", "pending", "skipped", "done")  # counts read worst first
+STATUS_ORDER = ("failed", "interrupted", "running", "pending", "skipped", "done")  # counts read worst first
 CHECK_ORDER = {"fail": 0, "warn": 1, "skip": 2, "pass": 3}
 
 
@@ -105,7 +105,7 @@ def _stages(r: RunReport) -> str:
 
 def _attention(r: RunReport) -> str:
     out = ["<h2 id='attention'>Needs attention</h2>"]
-    failed = [(h, row) for h in r.hosts for row in h.stages if row.status in ("failed", "running")]
+    failed = [(h, row) for h in r.hosts for row in h.stages if row.status in ("failed", "interrupted", "running")]
     problems = [(h, row, c) for h in r.hosts for row in h.stages for c in row.problems]
     stopped = [h for h in r.hosts if h.command_in_flight]
     if not failed and not problems and not stopped:
@@ -169,7 +169,9 @@ def _hosts(r: RunReport) -> str:
 
 
 def _host_problems(h: HostSection) -> bool:
-    return any(row.status in ("failed", "running") or row.problems for row in h.stages) or bool(h.command_in_flight)
+    return any(row.status in ("failed", "interrupted", "running") or row.problems for row in h.stages) or bool(
+        h.command_in_flight
+    )
 
 
 def _host_block(h: HostSection) -> str:

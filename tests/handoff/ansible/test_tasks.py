@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import yaml
@@ -102,7 +103,13 @@ def test_the_inventory_reaches_hosts_as_the_wizard_does_key_known_hosts_and_bast
         "ansible_port": 22,
         "ansible_user": "ops",
         "ansible_ssh_private_key_file": "~/.ssh/fleet",
-        "ansible_ssh_common_args": known + " -o ProxyJump=bastion@10.9.0.1:2222",
+        "ansible_ssh_common_args": hosts["gpu2"]["ansible_ssh_common_args"],
     }
+    # As Ansible splits it (shell words): the hop is one option carrying the key and known_hosts the wizard uses for
+    # the bastion (ssh expands the ~ of -i itself).
+    words = shlex.split(hosts["gpu2"]["ansible_ssh_common_args"])
+    hop = ["ssh", "-W", "%h:%p", "-o", "StrictHostKeyChecking=yes", "-o", "UserKnownHostsFile=/etc/fleet/known_hosts"]
+    hop += ["-i", "~/.ssh/fleet", "-p", "2222", "bastion@10.9.0.1"]
+    assert words == shlex.split(known) + ["-o", "ProxyCommand=" + shlex.join(hop)]
     assert hosts["gpu3"]["ansible_ssh_common_args"] == known
     assert (hosts["gpu3"]["ansible_port"], hosts["gpu3"]["ansible_user"]) == (2203, "root")

@@ -74,6 +74,7 @@ def _load() -> None:
 
 def _load_stage_extensions() -> None:
     # Stage simulations wrap base handlers (they look them up in REGISTRY): they must load after _load().
+    import wizard.lab.cmd_flock  # noqa: F401
     import wizard.lab.cmd_gpudirect  # noqa: F401
     import wizard.lab.cmd_inference  # noqa: F401
     import wizard.lab.cmd_lldp  # noqa: F401

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import fnmatch
 import logging
 import posixpath
@@ -21,6 +22,12 @@ if TYPE_CHECKING:
     from wizard.lab.host import SimHost
 
 log = logging.getLogger(__name__)
+
+# The jobs an SSH exec started with ``&``, however deep: its process group. sshd answers the "signal" request with
+# kill() on the session's process group, and a non-interactive shell puts its ``&`` jobs in that same group, so they
+# end with it (host.exec cancels them). A job detached on purpose (``nohup ... &`` left running after the exec
+# ended normally) is not touched. Tasks copy the context, so a job's own jobs join the same group.
+EXEC_GROUP: contextvars.ContextVar[set[asyncio.Task[int]] | None] = contextvars.ContextVar("exec_group", default=None)
 
 
 class ShellExit(Exception):
@@ -78,6 +85,7 @@ class Shell:
         self.cond_depth = 0
         self.line = 1
         self.tasks: list[asyncio.Task[int]] = []
+        self.last_job = 0  # for $!: a stand-in PID of the last ``&`` job
 
     # -- variables ---------------------------------------------------------------------------------------
     def get_var(self, name: str) -> str | None:
@@ -89,6 +97,8 @@ class Shell:
             return " ".join(self.positional)
         if name == "$":
             return str(self.host.pid_hint)
+        if name == "!":
+            return str(self.host.pid_hint + self.last_job) if self.last_job else None
         if name == "0":
             return self.argv0
         if name == "-":
@@ -155,6 +165,11 @@ class Shell:
         for node, background in seq.items:
             if background:
                 task = asyncio.get_running_loop().create_task(self._background(node, io))
+                group = EXEC_GROUP.get()
+                if group is not None:
+                    group.add(task)
+                    task.add_done_callback(group.discard)
+                self.last_job += 1
                 self.tasks.append(task)
                 self.host.background.add(task)
                 task.add_done_callback(self.host.background.discard)
