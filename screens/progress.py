@@ -15,6 +15,7 @@ STATUS_MARK = {
     "done": "✔",
     "failed": "✘",
     "running": "…",
+    "interrupted": "…",  # a stage a stopped run left (SIGINT, SIGTERM, quit): resumed like a running one
     "pending": "·",
     "skipped": "–",
     "waiting": "?",

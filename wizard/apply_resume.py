@@ -24,6 +24,8 @@ class Intent:
     """Paths an earlier run or change created: a backup of them now would be of the wizard's own file."""
     earlier: dict[str, str] = field(default_factory=dict)
     """Path -> its first recorded backup from an earlier run (missing if that run died before its copy)."""
+    links: set[str] = field(default_factory=set)
+    """Links this change put on the record before creating them."""
 
 
 def _original(backup: str) -> str:
@@ -50,7 +52,8 @@ def record_intent(record: StageRecord, change: Change, backup_dir: str) -> Inten
         else:
             intent.backups[file.path] = posixpath.join(backup_dir, file.path.lstrip("/"))
             record.backups.append(intent.backups[file.path])
-    record.created_links += [n for n in change.creates_links if n not in record.created_links]
+    intent.links = {n for n in change.creates_links if n not in record.created_links}
+    record.created_links += [n for n in change.creates_links if n in intent.links]
     return intent
 
 
@@ -75,6 +78,18 @@ def record_written(record: StageRecord, written: list[tuple[str, str | None]], i
             if path in intent.earlier:
                 check.append(intent.earlier[path])
     return check
+
+
+async def forget_what_failed_to_stay(executor: Executor, record: StageRecord, intent: Intent) -> None:
+    """After a change failed (or the host rolled itself back): forget what its intent recorded but the host does not
+    have, so a rollback neither restores a backup never taken nor removes a file or link that is not there."""
+    await drop_missing_backups(executor, record, list(intent.backups.values()))
+    for path in sorted(intent.created):
+        if (await executor.run(["test", "-e", path], sudo=True)).exit_status == 1 and path in record.created:
+            record.created.remove(path)
+    for link in sorted(intent.links):
+        if not (await executor.run(["ip", "link", "show", "dev", link])).ok and link in record.created_links:
+            record.created_links.remove(link)
 
 
 async def drop_missing_backups(executor: Executor, record: StageRecord, backups: list[str]) -> None:

@@ -12,7 +12,13 @@ from typing import Any
 
 from wizard.answers import Answers
 from wizard.apply import BACKUP_ROOT, Guard, StepFailed, apply_change
-from wizard.apply_resume import drop_missing_backups, record_intent, record_written, settle_reverts
+from wizard.apply_resume import (
+    drop_missing_backups,
+    forget_what_failed_to_stay,
+    record_intent,
+    record_written,
+    settle_reverts,
+)
 from wizard.errors import StateError
 from wizard.events import EventBus
 from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
@@ -309,8 +315,8 @@ class Runner(PlanAhead):
                 try:
                     written = await apply_change(executor, change, backup_dir, options.reboot_timeout_s, options.guard)
                 except (ExecutorError, StepFailed):
-                    with contextlib.suppress(ExecutorError):  # a backup planned but never taken must not be restored
-                        await drop_missing_backups(executor, record, list(intent.backups.values()))
+                    with contextlib.suppress(ExecutorError):  # what never happened (or was reverted) is not undone
+                        await forget_what_failed_to_stay(executor, record, intent)
                     self.store.save_host(host)
                     raise
                 await drop_missing_backups(executor, record, record_written(record, written, intent))

@@ -59,6 +59,7 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "missing",
         "lockout",
         "nm_renderer",
+        "hang",  # tests/engine/test_interrupt.py
         # PCIe platform faults: tests/lab/test_pcie_sim.py
         "acs_enabled",
         "iommu_translated",
