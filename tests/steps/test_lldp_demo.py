@@ -102,7 +102,8 @@ async def test_a_leaf_port_with_mtu_1500_fails_the_jumbo_path_naming_that_switch
         for c in store.host(host).stage("network").checks
         if c.status == "fail" and c.id.startswith("jumbo:")
     }
-    assert failed, "a leaf port with MTU 1500 must fail a jumbo ping"
+    stages = {h: (store.host(h).stage("network").status, store.host(h).stage("network").reason) for h in names}
+    assert failed, f"a leaf port with MTU 1500 must fail a jumbo ping; network stage per host: {stages}"
     assert {c.id for c in failed.values()} == {"jumbo:enp64s0np0"}  # rail 1 only
     assert any(host == "gpu-002" for host, _ in failed)
     for check in failed.values():
