@@ -25,7 +25,7 @@ _LAT_FIELD = dict(
         strict=True,
     )
 )  # fmt: skip
-_WARNING = re.compile(r"\bwarning\b|Conflicting CPU frequency|mtu is higher than", re.I)
+_WARNING = re.compile(r"\bwarning\b|Conflicting CPU frequency|Correlation coefficient|mtu is higher than", re.I)
 _ERROR = re.compile(
     r"Couldn't|Could not|Unable to|\b[Ff]ailed\b|Completion with error|ERRNO|Segmentation fault|core dumped"
     r"|Did not detect|If device exists|state is Down|\b[Ee]rror\b|Aborted|scnt=\d+|No such device"

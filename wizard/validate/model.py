@@ -55,6 +55,7 @@ class RailResult(_Model):
     errors: list[str] = Field(default_factory=list)
     command: str = ""
     output: str = ""  # the client's perftest output as printed (for the ticket)
+    note: str | None = None  # how gbps was worked out when perftest's own figure could not be used
 
     @property
     def ratio(self) -> float | None:

@@ -142,3 +142,21 @@ async def run_pair(
         server_parsed = _parse(spec.tool, out.server.stdout + "\n" + out.server.stderr)
         out.errors += [f"server: {e}" for e in (server_parsed.errors if server_parsed else [])]
     return out
+
+
+def measured_gbps(parsed: PerftestBw, duration_s: float | None) -> tuple[float, str | None]:
+    """The last row's average Gb/s, and a note when it had to be worked out instead of read.
+
+    perftest turns cycles into seconds with the CPU frequency it estimates at start. Where that estimate fails it
+    warns "Correlation coefficient r^2: ... < 0.9" and a duration run (-D) can print 0.000000 Gb/s although it moved
+    data (seen on VMs whose TSC is unstable; perftest's -F only silences the check). Then the bytes moved over the
+    run's duration is the honest figure (a little low: the duration includes the warm-up)."""
+    row = parsed.results[-1]
+    clock_failed = any("Correlation coefficient" in w for w in parsed.warnings)
+    if row.average.gbps > 0 or not clock_failed or not duration_s or row.iterations <= 0:
+        return row.average.gbps, None
+    gbps = row.bytes * row.iterations * 8 / duration_s / 1e9
+    return gbps, (
+        f"perftest printed 0 Gb/s with an unreliable CPU clock estimate (r^2 warning); {row.iterations} x "
+        f"{row.bytes} B in {duration_s:g} s is {gbps:.3f} Gb/s"
+    )

@@ -201,7 +201,7 @@ class Validation:
             result.output = "\n".join((out.client.stdout + "\n" + out.client.stderr).strip().splitlines()[-60:])
         if isinstance(out.parsed, PerftestBw) and out.parsed.results:
             result.sweep = [(row.bytes, row.average.gbps) for row in out.parsed.results]
-            result.gbps = out.parsed.results[-1].average.gbps
+            result.gbps, result.note = pt.measured_gbps(out.parsed, duration)
             result.mtu = out.parsed.mtu
         self._judge(result)
         self.emit("rail", {"result": result})
