@@ -274,13 +274,18 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     say = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))  # noqa: E731
     result = run_chaos(args.kills, seed, workdir, args.time_scale, say)
-    if args.json:
+    return report(result, seed, workdir, as_json=args.json, detail=f"disk checks looked at: {dict(result.checked)}")
+
+
+def report(result: Any, seed: int, workdir: Path, *, as_json: bool, detail: str) -> int:
+    """Print a chaos run's outcome (this harness's and bench/chaos_vm.py's); the exit code: 0 when every check held."""
+    if as_json:
         print(json.dumps(result.as_dict()))
     else:
         for problem in result.problems:
             print(f"PROBLEM: {problem}")
         verdict = "survived" if not result.problems else "ran; FAILED checks after"
-        print(f"disk checks looked at: {dict(result.checked)}")
+        print(detail)
         print(f"{verdict} {result.kills} kills in {result.rounds} round(s), {result.runs} runs; seed {seed}")
         print(f"state and logs: {workdir}")
     return 0 if not result.problems else 1

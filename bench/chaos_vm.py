@@ -36,7 +36,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-from chaos import check_state, doubled_lines  # noqa: E402
+from chaos import check_state, doubled_lines, report  # noqa: E402
 
 from tests.vmlab.test_real_kernel import BOND_AND_RAIL  # noqa: E402
 
@@ -290,16 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir.mkdir(parents=True, exist_ok=True)
     say = (lambda _msg: None) if args.json else (lambda msg: print(msg, flush=True))  # noqa: E731
     result = run_vm_chaos(args.kills, seed, workdir, args.per_round, not args.no_clean_run, say)
-    if args.json:
-        print(json.dumps(result.as_dict()))
-    else:
-        for problem in result.problems:
-            print(f"PROBLEM: {problem}")
-        verdict = "survived" if not result.problems else "ran; FAILED checks after"
-        print(f"kills by phase: {dict(result.phases)}")
-        print(f"{verdict} {result.kills} kills in {result.rounds} round(s), {result.runs} runs; seed {seed}")
-        print(f"logs and states: {workdir}")
-    return 0 if not result.problems else 1
+    return report(result, seed, workdir, as_json=args.json, detail=f"kills by phase: {dict(result.phases)}")
 
 
 if __name__ == "__main__":

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from tests.engine.test_ssh_executor import executor
 from wizard.answers import parse_answers
 from wizard.events import EventBus
-from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.host_lock import HOLDER_PATH, HostBusy, HostHolder, HostLock, busy_message, lock_script
 from wizard.lab import Lab
 from wizard.lab.cmd_flock import locks
@@ -38,22 +38,6 @@ async def lab() -> AsyncIterator[Lab]:
         yield lab
     finally:
         await lab.stop()
-
-
-def executor(lab: Lab, name: str) -> SshExecutor:
-    address, port = lab.endpoint(name)
-    return SshExecutor(
-        SshTarget(
-            name=name,
-            address=address,
-            port=port,
-            username="ubuntu",
-            identity_file=str(lab.client_key_path),
-            known_hosts=str(lab.known_hosts_path),
-            connect_timeout_s=5,
-            keepalive_interval_s=1,
-        )  # fmt: skip
-    )
 
 
 class Reads(Step):
