@@ -10,7 +10,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from steps.discovery_facts import DiscoveryFacts, NicPort
+from steps.discovery.facts import DiscoveryFacts, NicPort
 
 PORT_COLUMNS = ("netdev", "rdma", "state", "speed", "mtu", "switch/port", "v2 GID", "fw", "numa", "model", "pci")
 
@@ -26,7 +26,7 @@ def port_cells(port: NicPort) -> dict[str, str]:
         "fw": port.firmware or "?",
         "speed": speed,
         "mtu": str(port.mtu or "?"),
-        "switch/port": port.lldp.switch_port if port.lldp else "-",  # LLDP neighbour (lldpd), steps/discovery_lldp.py
+        "switch/port": port.lldp.switch_port if port.lldp else "-",  # LLDP neighbour (lldpd), steps/discovery/lldp.py
         "state": (port.rdma_state or ("up" if port.link_detected else "down")).lower(),
         "v2 GID": "-" if gid is None else str(gid),
         "numa": "-" if port.numa_node is None else str(port.numa_node),

@@ -1,4 +1,5 @@
-"""The stages of a bring-up, in order. Each module holds one stage: probe, plan, checks."""
+"""The stages of a bring-up, in order: one package per stage (``steps/<stage>/``), each with its probe, plan and
+checks, and the stage class as the package's public entry (``steps.network.Network``)."""
 
 from __future__ import annotations
 

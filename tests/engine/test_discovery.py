@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from steps.discovery import Discovery, describe_host
-from steps.discovery_facts import DiscoveryFacts
+from steps.discovery.facts import DiscoveryFacts
+from steps.discovery.stage import Discovery, describe_host
 from wizard.answers import load_answers
 from wizard.events import EventBus
 from wizard.executors.ssh import SshExecutor, SshTarget

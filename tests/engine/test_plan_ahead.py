@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.discovery_facts import DiscoveryFacts, NicPort
-from steps.ofed_predict import predicted_device_names
+from steps.discovery.facts import DiscoveryFacts, NicPort
+from steps.ofed.predict import predicted_device_names
 from wizard.predict import ipv4_mapped_gid, rename_everywhere
 
 REPO = Path(__file__).resolve().parents[2]

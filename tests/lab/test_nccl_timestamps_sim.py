@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from steps.nccl_run import lines_by_host, summarize_log
+from steps.nccl.run import lines_by_host, summarize_log
 from tests.lab.test_nccl_sim import ready_lab, run_job
 from wizard.parsers.nccl import parse_nccl_debug
 

@@ -20,7 +20,7 @@ DEVICES = ["rocep24s0f0", "rocep64s0f0", "rocep79s0f0"]
 
 
 def netplan(k: int, *, policy: bool = True) -> str:
-    """Rails 0..2 as the network stage writes them on a switched fabric (steps/network_render.py _policy)."""
+    """Rails 0..2 as the network stage writes them on a switched fabric (steps/network/render.py _policy)."""
     lines = ["network:", "  version: 2", "  ethernets:"]
     for i, dev in enumerate(NETDEVS):
         lines += [f"    {dev}:", "      mtu: 9000", "      addresses:", f"        - 10.10.{i}.{k}/24"]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.discovery import Discovery
-from steps.discovery_facts import DiscoveryFacts
+from steps.discovery.facts import DiscoveryFacts
+from steps.discovery.stage import Discovery
 from tests.lab.conftest import make_lab, ssh
 from wizard.answers import load_answers
 from wizard.events import EventBus
@@ -172,7 +172,7 @@ async def test_a_missing_tool_exits_127_naming_the_command() -> None:
     assert "ethtool" in root.first_error_line() and "not found" in root.first_error_line()
 
 
-@pytest.mark.xfail(strict=True, reason="steps/discovery.py drops exit 127: the lead wires a note naming the tool")
+@pytest.mark.xfail(strict=True, reason="steps/discovery/stage.py drops exit 127: the lead wires a note naming the tool")
 async def test_discovery_names_the_missing_tool_and_the_host(tmp_path: Path) -> None:
     code, facts, store = await discover(tmp_path, "server1:missing=ethtool")
     record = store.host("server1").stages["discovery"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.inference_units import KEY_ENV, TOKEN_PATH
+from steps.inference.units import KEY_ENV, TOKEN_PATH
 from tests.security.scan import disk_file, files_under, forms, hits
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from steps.inference import Inference
-from steps.inference_units import KEY_ENV, TOKEN_PATH
+from steps.inference.stage import Inference
+from steps.inference.units import KEY_ENV, TOKEN_PATH
 from tests.steps.test_inference import cluster, configured
 from wizard.step import CheckItem
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts, Gid, NicPort
+from steps.discovery.facts import DiscoveryFacts, Gid, NicPort
 from wizard.answers import Answers, parse_answers
 from wizard.step import ClusterView
 
@@ -125,7 +125,7 @@ def roce_facts(
     **extra: Any,
 ) -> Any:
     """Roce facts of the reference server: fresh from DOCA (trust pcp, no PFC) or already ``configured``."""
-    from steps.roce_facts import RdmaCm, RoceFacts, RocePort
+    from steps.roce.facts import RdmaCm, RoceFacts, RocePort
 
     ecn_tree = tool == "mlnx_qos" if ecn is None else ecn
     # mlnx_qos prints the whole map once trust is dscp; dcb app shows only the entries added
@@ -158,15 +158,15 @@ def roce_facts(
     fields.update(extra)
     facts = RoceFacts(**fields)
     if configured:
-        from steps.roce_desired import Desired
-        from steps.roce_facts import UnitState
-        from steps.roce_script import script_text, unit_text
+        from steps.roce.desired import Desired
+        from steps.roce.facts import UnitState
+        from steps.roce.script import script_text, unit_text
 
         want = Desired.from_answers(answers())
         facts.unit = UnitState(active="active", enabled="enabled")
         facts.unit_text = unit_text(facts.openibd)
         facts.script_text = script_text(host, facts, want)
-        from steps.roce_script import template_text, udev_rule_text
+        from steps.roce.script import template_text, udev_rule_text
 
         facts.template_text, facts.udev_rule_text = template_text(), udev_rule_text()
     return facts

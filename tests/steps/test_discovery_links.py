@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.discovery_facts import NicPort
-from steps.discovery_links import (
+from steps.discovery.facts import NicPort
+from steps.discovery.links import (
     LinkCounters,
     compare,
     flap_item,

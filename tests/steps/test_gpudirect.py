@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from steps.gpudirect import GpuDirect
-from steps.gpudirect_facts import GpuDirectFacts, choose_mode, gpu_paths, kernel_version, peermem_kernel_lines
-from steps.gpudirect_plan import PEERMEM_CONF_TEXT, build_plan, host_checks
-from steps.gpudirect_verify import nccl_gdr_check, path_check, perftest_check
+from steps.gpudirect.facts import GpuDirectFacts, choose_mode, gpu_paths, kernel_version, peermem_kernel_lines
+from steps.gpudirect.plan import PEERMEM_CONF_TEXT, build_plan, host_checks
+from steps.gpudirect.stage import GpuDirect
+from steps.gpudirect.verify import nccl_gdr_check, path_check, perftest_check
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import answers, view
 from wizard.parsers import parse
@@ -166,7 +166,7 @@ class PairHost:
 
 
 def pair_facts(ipv4: str, **fields) -> GpuDirectFacts:
-    from steps.gpudirect_facts import GpuPath, Rail
+    from steps.gpudirect.facts import GpuPath, Rail
 
     base = dict(
         perftest_cuda=True,

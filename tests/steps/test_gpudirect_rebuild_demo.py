@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from steps.discovery import Discovery
-from steps.gpudirect import GpuDirect
-from steps.ofed import Ofed
+from steps.discovery.stage import Discovery
+from steps.gpudirect.stage import GpuDirect
+from steps.ofed.stage import Ofed
 from tests.steps.test_roce_demo import EXAMPLE, Lab, prepare, rerun, run, stage_status
 from wizard.answers import Answers, load_answers
 from wizard.events import EventBus

@@ -7,11 +7,11 @@ import re
 import shlex
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts, Gpu
-from steps.inference import Inference
-from steps.inference_layout import build_layout
-from steps.inference_plan import desired_files
-from steps.inference_units import ENGINE_UNIT, ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
+from steps.discovery.facts import DiscoveryFacts, Gpu
+from steps.inference.layout import build_layout
+from steps.inference.plan import desired_files
+from steps.inference.stage import Inference
+from steps.inference.units import ENGINE_UNIT, ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
 from tests.steps.facts_builder import REFERENCE_PORTS, answers, port, reference_host, view
 from wizard.step import ClusterView, HostPlan, Impact
 

@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from steps.inference import Inference, parse_pip_list
-from steps.inference_bench import SIMULATED_FINGERPRINT, completion_argv, parse_completion, percentile, summarize
-from steps.inference_units import ENGINE_UNIT, RAY_UNIT, TOKEN_PATH
+from steps.inference.bench import SIMULATED_FINGERPRINT, completion_argv, parse_completion, percentile, summarize
+from steps.inference.stage import Inference, parse_pip_list
+from steps.inference.units import ENGINE_UNIT, RAY_UNIT, TOKEN_PATH
 from tests.steps.test_inference import cluster, configured
 from wizard.answers import HostEntry
 from wizard.executors.base import CommandResult

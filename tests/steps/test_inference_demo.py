@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.discovery import Discovery
-from steps.inference import Inference
+from steps.discovery.stage import Discovery
+from steps.inference.stage import Inference
 from wizard.answers import Answers, load_answers
 from wizard.events import EventBus
 from wizard.runner import RunOptions

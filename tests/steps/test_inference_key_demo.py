@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.inference_units import KEY_ENV
+from steps.inference.units import KEY_ENV
 from tests.steps.test_inference_demo import EXAMPLE, check, cluster, run
 from wizard.answers import Answers, load_answers
 

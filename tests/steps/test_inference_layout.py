@@ -11,9 +11,9 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from steps.inference_bench import completion_argv
-from steps.inference_choice import gpu_topology
-from steps.inference_units import KEY_ENV, KEY_HEADER, QOS_UNIT, RAY_UNIT
+from steps.inference.bench import completion_argv
+from steps.inference.choice import gpu_topology
+from steps.inference.units import KEY_ENV, KEY_HEADER, QOS_UNIT, RAY_UNIT
 from tests.steps.facts_builder import answers, view
 from tests.steps.test_inference import ENGINE_PATH, RAY_PATH, disc, exec_start, fresh, plan, written
 from wizard.step import ClusterView

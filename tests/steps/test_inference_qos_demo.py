@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.inference_units import ENGINE_UNIT, QOS_UNIT
+from steps.inference.units import ENGINE_UNIT, QOS_UNIT
 from tests.steps.test_inference_demo import EXAMPLE, RAILS, cluster, run
 from wizard.answers import Answers, load_answers
 from wizard.lab import SimHost

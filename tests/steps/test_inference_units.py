@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from steps.inference_units import ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
+from steps.inference.units import ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
 from tests.steps.test_inference import ENGINE_PATH, RAY_PATH, cluster, commands, disc, exec_start, plan, written
 
 # -- the environment and the units ----------------------------------------------------------------------------

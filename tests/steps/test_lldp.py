@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from steps.discovery import Discovery
-from steps.discovery_facts import DiscoveryFacts
-from steps.discovery_lldp import LLDPCTL, probe_lldp
+from steps.discovery.facts import DiscoveryFacts
+from steps.discovery.lldp import LLDPCTL, probe_lldp
+from steps.discovery.stage import Discovery
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import answers, rails_host, view
 from wizard.executors.base import CommandResult

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from steps.discovery_facts import DiscoveryFacts, Gpu
-from steps.nccl import Nccl, desired
-from steps.nccl_conf import parse_conf
-from steps.nccl_facts import Binary, NcclFacts, RdmaPortState, cuda_of_package, parse_apt_candidate, parse_ldd
-from steps.nccl_probe import rdma_ports
+from steps.discovery.facts import DiscoveryFacts, Gpu
+from steps.nccl.conf import parse_conf
+from steps.nccl.facts import Binary, NcclFacts, RdmaPortState, cuda_of_package, parse_apt_candidate, parse_ldd
+from steps.nccl.probe import rdma_ports
+from steps.nccl.stage import Nccl, desired
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import REFERENCE_PORTS, answers, port, reference_host, view
 from wizard.step import ClusterView

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from steps.discovery import Discovery
-from steps.nccl import Nccl
+from steps.discovery.stage import Discovery
+from steps.nccl.stage import Nccl
 from wizard.answers import Answers, load_answers
 from wizard.events import EventBus
 from wizard.runner import RunOptions

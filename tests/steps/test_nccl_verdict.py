@@ -6,9 +6,8 @@ import py_compile
 from pathlib import Path
 from typing import Any
 
-from steps.nccl import Nccl
-from steps.nccl_launch import run_cluster_test
-from steps.nccl_run import (
+from steps.nccl.launch import run_cluster_test
+from steps.nccl.run import (
     lines_by_host,
     mpirun_argv,
     parse_smoke_result,
@@ -17,7 +16,8 @@ from steps.nccl_run import (
     summarize_perf,
     torchrun_argv,
 )
-from steps.nccl_verdict import Expect, run_checks
+from steps.nccl.stage import Nccl
+from steps.nccl.verdict import Expect, run_checks
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import answers
 from tests.steps.test_nccl import _pair, cluster, configured

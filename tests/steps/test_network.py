@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 import yaml
 
-from steps.discovery_facts import DiscoveryFacts, Gpu
-from steps.network import Network
-from steps.network_design import design
-from steps.network_facts import NETPLAN_PATH, SYSCTL_PATH, RdmaPort
-from steps.network_render import netplan_yaml, sysctl_conf
+from steps.discovery.facts import DiscoveryFacts, Gpu
+from steps.network.design import design
+from steps.network.facts import NETPLAN_PATH, SYSCTL_PATH, RdmaPort
+from steps.network.render import netplan_yaml, sysctl_conf
+from steps.network.stage import Network
 from tests.steps.facts_builder import answers, port, reference_host, view
 from tests.steps.test_network_facts import live
 from wizard.errors import AnswersError

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.network import Network
-from steps.network_cabling import probe_host, ring_peer
-from steps.network_design import design
+from steps.network.cabling import probe_host, ring_peer
+from steps.network.design import design
+from steps.network.stage import Network
 from tests.steps.facts_builder import answers, reference_host, view
 from tests.steps.test_network import RAILS
 from tests.steps.test_network_facts import link_local, live, mac_of

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.network import Network
-from steps.network_facts import Route, Rule
+from steps.network.facts import Route, Rule
+from steps.network.stage import Network
 from tests.steps.facts_builder import answers, view
 from tests.steps.test_network import RAILS, configured, two_hosts
 

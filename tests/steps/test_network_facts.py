@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts
-from steps.network_cabling import jumbo_argv, multicast_argv, parse_ping
-from steps.network_design import expected_roce_mtu
-from steps.network_facts import (
+from steps.discovery.facts import DiscoveryFacts
+from steps.network.cabling import jumbo_argv, multicast_argv, parse_ping
+from steps.network.design import expected_roce_mtu
+from steps.network.facts import (
     Iface,
     NetworkFacts,
     RdmaPort,

@@ -1,6 +1,6 @@
 """Renderer choice and boot waits of the network stage's netplan file (pure: plan/checks from synthetic facts).
 
-Rules (sources in steps/network_renderer.py): rails are `optional: true` so systemd-networkd-wait-online never
+Rules (sources in steps/network/renderer.py): rails are `optional: true` so systemd-networkd-wait-online never
 waits 120 s for a rail whose peer is off (systemd-networkd-wait-online.service(8), netplan-yaml `optional`); the
 management interface is never optional; the renderer is the host's own and written per interface, never as a
 global key, because netplan's global renderer is last-file-wins for every definition (netplan-yaml `renderer`).
@@ -12,10 +12,10 @@ from typing import Any
 
 import yaml
 
-from steps.network_design import design
-from steps.network_facts import NETPLAN_PATH, NetworkFacts
-from steps.network_render import netplan_yaml
-from steps.network_renderer import choose, waited_for
+from steps.network.design import design
+from steps.network.facts import NETPLAN_PATH, NetworkFacts
+from steps.network.render import netplan_yaml
+from steps.network.renderer import choose, waited_for
 from tests.steps.facts_builder import view
 from tests.steps.test_network import STEP, plan_of, two_hosts
 

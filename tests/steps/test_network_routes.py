@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from steps.network_design import Design, Endpoint
-from steps.network_routes import ARGV, batch_text, route_check, wanted
+from steps.network.design import Design, Endpoint
+from steps.network.routes import ARGV, batch_text, route_check, wanted
 from tests.lab.test_policy_routing_sim import fabric
 from wizard.answers import parse_answers
 from wizard.parsers import TOOLS, ParseError, parse
@@ -144,7 +144,7 @@ async def test_the_network_stage_verifies_every_rail_route_on_the_switched_demo_
     import yaml
 
     from steps import all_steps
-    from steps.network import Network
+    from steps.network.stage import Network
     from wizard.events import EventBus
     from wizard.lab import Lab
     from wizard.runner import RunOptions

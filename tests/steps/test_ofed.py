@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from steps.ofed import Ofed
-from steps.ofed_facts import LocalRepo, OfedFacts
-from steps.ofed_repo import DOCA_KEYRING, DOCA_LIST, LOCAL_KEYRING, LOCAL_LIST
+from steps.ofed.facts import LocalRepo, OfedFacts
+from steps.ofed.repo import DOCA_KEYRING, DOCA_LIST, LOCAL_KEYRING, LOCAL_LIST
+from steps.ofed.stage import Ofed
 from tests.steps import facts_builder as fb
 from wizard.errors import AnswersError
 from wizard.step import HostPlan, Impact

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps import ofed_support as sup
-from steps.ofed import Ofed
-from steps.ofed_facts import keep_packages, parse_is_active, parse_local_repo, parse_rdma_pci
+from steps.ofed import support as sup
+from steps.ofed.facts import keep_packages, parse_is_active, parse_local_repo, parse_rdma_pci
+from steps.ofed.stage import Ofed
 from tests.steps import facts_builder as fb
 from tests.steps.test_ofed import doca_installed, fresh, plan_for
 from wizard.step import CheckItem

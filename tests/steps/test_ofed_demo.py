@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from steps.discovery import Discovery
-from steps.ofed import Ofed
+from steps.discovery.stage import Discovery
+from steps.ofed.stage import Ofed
 from wizard.answers import Answers, load_answers
 from wizard.events import EventBus
 from wizard.runner import RunOptions

@@ -5,9 +5,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts
-from steps.ofed import Ofed
-from steps.ofed_facts import OfedFacts
+from steps.discovery.facts import DiscoveryFacts
+from steps.ofed.facts import OfedFacts
+from steps.ofed.stage import Ofed
 from tests.fixture_files import real_output
 from tests.steps import facts_builder as fb
 from wizard.executors.base import CommandResult

@@ -1,9 +1,9 @@
-"""Pure platform verdicts (steps/platform_checks.py) from synthetic facts: what an expert would flag and how."""
+"""Pure platform verdicts (steps/platform/checks.py) from synthetic facts: what an expert would flag and how."""
 
 from __future__ import annotations
 
-from steps.platform_checks import platform_checks
-from steps.platform_facts import Bridge, CardFirmware, Link, PlatformFacts, chains_from_paths, iommu_types
+from steps.platform.checks import platform_checks
+from steps.platform.facts import Bridge, CardFirmware, Link, PlatformFacts, chains_from_paths, iommu_types
 
 NICS = {"0000:3b:00.0": "ens1f0np0", "0000:3b:00.1": "ens1f1np1"}
 GPUS = {"0000:38:00.0": "GPU0"}
@@ -89,7 +89,7 @@ def test_missing_firmware_tools_skip_with_the_reason():
 
 
 def test_the_firmware_tools_command_v_finds_are_the_ones_queried() -> None:
-    from steps.platform_facts import installed_tools
+    from steps.platform.facts import installed_tools
     from wizard.executors.base import CommandResult
 
     def found(status: int, out: str) -> tuple[str, ...]:

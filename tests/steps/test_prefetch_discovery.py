@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from steps.discovery import GIDS, GPU_LIST, Discovery
+from steps.discovery.stage import GIDS, GPU_LIST, Discovery
 from tests.record_probes import EXAMPLE, TABLES, NoHost, first_read, table_executor, table_rows
 from wizard.answers import load_answers
 from wizard.executors.base import CommandResult, render_command

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from steps.network_design import design
+from steps.network.design import design
 from tests.steps.facts_builder import reference_host
 from tests.steps.test_network_facts import live
 from wizard.answers import Answers, parse_answers

@@ -8,12 +8,12 @@ import subprocess
 
 import pytest
 
-from steps.discovery_facts import NicPort
-from steps.roce import Roce
-from steps.roce_desired import Desired
-from steps.roce_facts import RdmaCm, RoceFacts, SkippedPort, UnitState, roce_targets
-from steps.roce_plan import build_plan
-from steps.roce_script import script_text, template_text, udev_rule_text, unit_text
+from steps.discovery.facts import NicPort
+from steps.roce.desired import Desired
+from steps.roce.facts import RdmaCm, RoceFacts, SkippedPort, UnitState, roce_targets
+from steps.roce.plan import build_plan
+from steps.roce.script import script_text, template_text, udev_rule_text, unit_text
+from steps.roce.stage import Roce
 from tests.steps.facts_builder import answers, roce_facts, view
 
 ANSWERS = answers()

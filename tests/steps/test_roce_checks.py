@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from steps.roce import Roce
-from steps.roce_checks import cluster_consistency, host_checks
-from steps.roce_desired import Desired
-from steps.roce_facts import (
+from steps.roce.checks import cluster_consistency, host_checks
+from steps.roce.desired import Desired
+from steps.roce.facts import (
     RdmaCm,
     UnitState,
     devinfo_ports,
@@ -15,6 +14,7 @@ from steps.roce_facts import (
     parse_grep_values,
     parse_systemctl_show,
 )
+from steps.roce.stage import Roce
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import answers, roce_facts, view
 from wizard.parsers import parse

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts, NicPort
-from steps.roce import Roce
-from steps.roce_dcbx import dcbx_checks
+from steps.discovery.facts import DiscoveryFacts, NicPort
+from steps.roce.dcbx import dcbx_checks
+from steps.roce.stage import Roce
 from tests.steps.facts_builder import REFERENCE_PORTS, answers, lldp_neighbor, roce_facts, view
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from steps.discovery import Discovery
-from steps.gpudirect import GpuDirect
-from steps.roce import Roce
+from steps.discovery.stage import Discovery
+from steps.gpudirect.stage import GpuDirect
+from steps.roce.stage import Roce
 from wizard.answers import Answers, load_answers
 from wizard.events import EventBus
 from wizard.runner import Runner, RunOptions

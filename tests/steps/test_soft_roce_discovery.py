@@ -6,8 +6,8 @@ tests/fixtures/real-outputs (see SOURCES.md), so these run everywhere.
 
 from __future__ import annotations
 
-from steps import discovery_facts as df
-from steps.discovery import describe_host, discovery_checks
+from steps.discovery import facts as df
+from steps.discovery.stage import describe_host, discovery_checks
 from tests.fixture_files import real_output
 from wizard.answer_sections import DiscoverySection
 from wizard.parsers import parse

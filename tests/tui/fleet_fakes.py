@@ -9,7 +9,7 @@ from pathlib import Path
 
 from screens.app import WizardApp
 from screens.engine_link import EngineLink
-from steps.discovery_facts import DiscoveryFacts
+from steps.discovery.facts import DiscoveryFacts
 from tests.steps.facts_builder import reference_host
 from wizard.parsers.lldp import LldpNeighbor
 from wizard.state import StateStore

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from steps import discovery_links
+from steps.discovery import links as discovery_links
 from tests.validate.labkit import lab_executors, quick_start  # noqa: F401
 from wizard.validate.doctor import diagnose
 

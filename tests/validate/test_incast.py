@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from steps.discovery_facts import DiscoveryFacts, NicPort
+from steps.discovery.facts import DiscoveryFacts, NicPort
 from wizard.cli import main
 from wizard.errors import UsageError
 from wizard.parsers.lldp import LldpNeighbor

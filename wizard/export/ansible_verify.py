@@ -37,8 +37,8 @@ def host_vars(view: ClusterView, host: str) -> dict[str, Any]:
 
 
 def _network(view: ClusterView, host: str) -> dict[str, Any] | None:
-    from steps.network import _load, _sysctls_wanted
-    from steps.network_render import wanted_sysctls
+    from steps.network.render import wanted_sysctls
+    from steps.network.stage import _load, _sysctls_wanted
 
     if view.stage_facts(host, "network") is None:
         return None
@@ -71,7 +71,7 @@ def _proc_sys(key: str) -> str:
 
 
 def _roce(view: ClusterView, host: str) -> dict[str, Any] | None:
-    from steps.roce_desired import Desired
+    from steps.roce.desired import Desired
 
     facts = view.stage_facts(host, "roce")
     if not facts or not facts.get("ports"):

@@ -1,5 +1,5 @@
 """What the Kubernetes export is built from: the answers plus each host's facts, reduced to rails by the network
-stage's own design function (steps/network_design.py), so no rail-to-port rule is written twice."""
+stage's own design function (steps/network/design.py), so no rail-to-port rule is written twice."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import ipaddress
 from dataclasses import dataclass, field
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts
-from steps.network_design import Design, design
-from steps.network_facts import NetworkFacts
+from steps.discovery.facts import DiscoveryFacts
+from steps.network.design import Design, design
+from steps.network.facts import NetworkFacts
 from wizard.answers import Answers
 
 

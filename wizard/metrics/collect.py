@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from steps.roce_facts import parse_grep_values  # the same sysfs reads the roce stage makes
+from steps.roce.facts import parse_grep_values  # the same sysfs reads the roce stage makes
 from wizard.executors.base import (
     AuthenticationFailed,
     CommandResult,

@@ -79,7 +79,7 @@ class Scraper:
 
     async def refresh(self) -> None:
         """Probe every host as validation does (discovery + roce facts): its rail ports and the lint."""
-        from steps.discovery_facts import DiscoveryFacts
+        from steps.discovery.facts import DiscoveryFacts
         from wizard.validate.hostfacts import HostFacts, probe_host
         from wizard.validate.lint import lint
 

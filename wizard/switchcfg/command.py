@@ -79,7 +79,7 @@ async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-unt
     for item in missing:
         print(f"  not configured: {item.host} {item.netdev}: {item.reason}")
     if not ports:
-        from steps.network_design import fabric_of
+        from steps.network.design import fabric_of
 
         why = " (the answers describe a back-to-back fabric)" if fabric_of(answers) == "back_to_back" else ""
         sys.stderr.write(f"roce-wizard switch-config: no host port has an LLDP neighbour{why}; see README.txt\n")

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from steps.roce_desired import Desired
+from steps.roce.desired import Desired
 from wizard.answers import Answers
 from wizard.step import ClusterView
 
@@ -78,7 +78,7 @@ class Unconfigured:
 
 
 def _rdma_ethernet(ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Ports a rail can use, in PCI order (the order steps/network_design.py assigns rails in)."""
+    """Ports a rail can use, in PCI order (the order steps/network/design.py assigns rails in)."""
     usable = [
         p
         for p in ports

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import re
 
-from steps.roce_facts import parse_grep_values
+from steps.roce.facts import parse_grep_values
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers import ParseError, parse
 from wizard.validate.model import CounterDelta

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from steps.network_design import fabric_of
+from steps.network.design import fabric_of
 from wizard.errors import UsageError
 from wizard.validate import perftest as pt
 from wizard.validate.model import PASS_RATIO, CheckResult, RailEnd, RailResult

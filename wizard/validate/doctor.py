@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-from steps.discovery_links import recheck
+from steps.discovery.links import recheck
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.validate.hostfacts import HostFacts, probe_all
@@ -75,7 +75,7 @@ async def _read(ex: Executor, path: str) -> str | None:
 
 async def _links(facts: dict[str, HostFacts], executors: dict[str, Executor]) -> list[Finding]:
     """A flapping link fails RDMA tests (retry exceeded) and costs bandwidth: read its counters a second time,
-    a few seconds after discovery's read, and compare (steps/discovery_links.py)."""
+    a few seconds after discovery's read, and compare (steps/discovery/links.py)."""
     t = TREES[1]
     names = [n for n, h in facts.items() if h.error is None]
     found = await asyncio.gather(*(recheck(executors[n], n, facts[n].rails()) for n in names))

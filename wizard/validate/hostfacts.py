@@ -7,8 +7,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
-from steps.discovery_facts import DiscoveryFacts, NicPort
-from steps.roce_facts import RoceFacts
+from steps.discovery.facts import DiscoveryFacts, NicPort
+from steps.roce.facts import RoceFacts
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.prefetch import read_stage
@@ -35,8 +35,8 @@ class HostFacts:
 
 
 async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
-    from steps.discovery import Discovery
-    from steps.roce import Roce
+    from steps.discovery.stage import Discovery
+    from steps.roce.stage import Roce
 
     entry = next(h for h in answers.hosts if h.name == name)
     try:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from steps.nccl_causes import find_cause
-from steps.nccl_run import lines_by_host, mgmt_ipv4, mpirun_argv, summarize_log
+from steps.nccl.causes import find_cause
+from steps.nccl.run import lines_by_host, mgmt_ipv4, mpirun_argv, summarize_log
 from wizard.answers import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers import ParseError, parse

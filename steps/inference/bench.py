@@ -1,0 +1,141 @@
+"""Health check and latency/throughput probe of the OpenAI-compatible endpoint, run on the head over SSH."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from typing import Any
+
+from steps.inference.units import KEY_HEADER
+from wizard.answer_sections import InferenceSection
+from wizard.executors.base import Executor
+
+PROMPT = "Explain in one paragraph why RoCE v2 needs a lossless priority (PFC) or ECN on the fabric."
+SIMULATED_FINGERPRINT = "roce-wizard-simulated"
+_WRITE_OUT = "\n%{http_code} %{time_total}\n"
+
+
+def health_argv(cfg: InferenceSection) -> list[str]:
+    # Loopback on the head: the wizard never sends traffic to the answers' addresses itself.
+    return ["curl", "-sf", "--max-time", "5", f"http://127.0.0.1:{cfg.port}/health"]
+
+
+def completion_argv(cfg: InferenceSection) -> list[str]:
+    body = json.dumps(
+        {"model": cfg.model, "prompt": PROMPT, "max_tokens": cfg.probe_max_tokens, "temperature": 0},
+        separators=(",", ":"),
+    )
+    return [
+        "curl",
+        "-sS",
+        "--max-time",
+        "600",
+        "-H",
+        "Content-Type: application/json",
+        # The key stays on the host: curl (run as root) reads the 0600 header file itself (curl(1) -H @file, 7.55+).
+        "-H",
+        f"@{KEY_HEADER}",
+        "-d",
+        body,
+        "-w",
+        _WRITE_OUT,
+        f"http://127.0.0.1:{cfg.port}/v1/completions",
+    ]
+
+
+def parse_completion(stdout: str) -> dict[str, Any]:
+    """curl output (body, then '<http code> <seconds>') -> status, seconds, completion tokens, fingerprint."""
+    body, _, tail = stdout.rstrip("\n").rpartition("\n")
+    fields = tail.split()
+    if len(fields) != 2 or not fields[0].isdigit():
+        return {"ok": False, "error": "no curl status line in the output"}
+    code, seconds = int(fields[0]), float(fields[1])
+    try:
+        doc = json.loads(body)
+    except json.JSONDecodeError:
+        return {"ok": False, "http": code, "seconds": seconds, "error": (body.strip() or "empty body")[:200]}
+    usage = doc.get("usage") if isinstance(doc, dict) else None
+    tokens = usage.get("completion_tokens") if isinstance(usage, dict) else None
+    if code != 200 or not isinstance(tokens, int):
+        message = doc.get("message") or doc.get("error") if isinstance(doc, dict) else None
+        return {"ok": False, "http": code, "seconds": seconds, "error": str(message or "no usage.completion_tokens")}
+    return {
+        "ok": True,
+        "http": code,
+        "seconds": seconds,
+        "tokens": tokens,
+        "simulated": doc.get("system_fingerprint") == SIMULATED_FINGERPRINT,
+    }
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100) of a non-empty list."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def summarize(results: list[dict[str, Any]], waves: list[list[dict[str, Any]]]) -> dict[str, Any]:
+    """p50/p90 latency per request and aggregate tokens/s (tokens over the sum of each wave's slowest request)."""
+    good = [r for r in results if r.get("ok")]
+    summary: dict[str, Any] = {"requests": len(results), "succeeded": len(good)}
+    errors = sorted({str(r.get("error")) for r in results if not r.get("ok")})
+    if errors:
+        summary["errors"] = errors[:3]
+    if not good:
+        return summary
+    busy = sum(max((r["seconds"] for r in wave if r.get("ok")), default=0.0) for wave in waves)
+    tokens = sum(r["tokens"] for r in good)
+    latencies = [r["seconds"] for r in good]
+    summary.update(
+        p50_s=round(percentile(latencies, 50), 3),
+        p90_s=round(percentile(latencies, 90), 3),
+        completion_tokens=tokens,
+        tokens_per_s=round(tokens / busy, 1) if busy > 0 else None,
+        simulated=all(r.get("simulated") for r in good),
+    )
+    return summary
+
+
+async def wait_healthy(executor: Executor, cfg: InferenceSection, unit: str, timeout_s: float) -> dict[str, Any]:
+    """Poll /health on the head until it answers, the engine unit fails, or ``timeout_s`` passes."""
+    start = time.monotonic()
+    delay, attempts = 0.5, 0
+    while True:
+        attempts += 1
+        result = await executor.run(health_argv(cfg), timeout_s=15)
+        if result.ok:
+            return {"healthy": True, "attempts": attempts, "waited_s": round(time.monotonic() - start, 1)}
+        state = (await executor.run(["systemctl", "is-active", unit])).stdout.strip()
+        if state == "failed" or time.monotonic() - start + delay > timeout_s:
+            journal = await executor.run(["journalctl", "-u", unit, "-n", "12", "--no-pager", "-o", "cat"], sudo=True)
+            return {
+                "healthy": False,
+                "attempts": attempts,
+                "waited_s": round(time.monotonic() - start, 1),
+                "unit_state": state or "unknown",
+                "curl_exit": result.exit_status,
+                "journal": [line for line in journal.stdout.splitlines() if line.strip()][-8:],
+            }
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 10.0)
+
+
+async def run_probe(executor: Executor, cfg: InferenceSection) -> dict[str, Any]:
+    """``probe_requests`` completions in waves of ``probe_concurrency``; curl on the head measures each one."""
+    argv = completion_argv(cfg)
+    results: list[dict[str, Any]] = []
+    waves: list[list[dict[str, Any]]] = []
+    remaining = cfg.probe_requests
+    while remaining > 0:
+        size = min(cfg.probe_concurrency, remaining)
+        outputs = await asyncio.gather(*(executor.run(argv, sudo=True, timeout_s=660) for _ in range(size)))
+        wave = [parse_completion(o.stdout) if o.ok else {"ok": False, "error": o.first_error_line()} for o in outputs]
+        waves.append(wave)
+        results.extend(wave)
+        remaining -= size
+    summary = summarize(results, waves)
+    summary.update(concurrency=cfg.probe_concurrency, max_tokens=cfg.probe_max_tokens)
+    return summary

@@ -1,0 +1,228 @@
+"""Stage inference: Ray plus vLLM or SGLang as systemd units, a health check and a latency/throughput probe."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import secrets
+import time
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from steps.inference import bench
+from steps.inference.checks import host_checks, version_consistency
+from steps.inference.choice import endpoint, gpu_topology
+from steps.inference.fabric import LIVE_READS, read_live
+from steps.inference.layout import Layout, build_layout
+from steps.inference.plan import plan_host, serving_units
+from steps.inference.units import (
+    ENGINE_UNIT,
+    ENV_PATH,
+    KEY_ENV,
+    KEY_HEADER,
+    QOS_UNIT,
+    RAY_UNIT,
+    TOKEN_PATH,
+    UNIT_DIR,
+    venv_bin,
+)
+from wizard.answer_sections import InferenceSection
+from wizard.executors.base import Executor
+from wizard.prefetch import read_file_argv
+from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
+
+_PACKAGES = ("vllm", "sglang", "ray", "torch")
+# The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
+FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}")
+TOKEN_DIGEST = ["sha256sum", TOKEN_PATH]
+KEY_FILES = (("env", KEY_ENV), ("header", KEY_HEADER))
+GPU_TOPO = ["nvidia-smi", "topo", "-m"]
+VERBS = ("is-active", "is-enabled")
+
+
+def python_version(cfg: InferenceSection) -> list[str]:
+    return [venv_bin(cfg, "python"), "--version"]
+
+
+def pip_list(cfg: InferenceSection) -> list[str]:
+    return [venv_bin(cfg, "python"), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
+
+
+def key_mode(path: str) -> list[str]:
+    return ["stat", "-c", "%a %U", path]
+
+
+def unit_state(verb: str, unit: str) -> list[str]:
+    return ["systemctl", verb, unit]
+
+
+def journal(unit: str) -> list[str]:
+    return ["journalctl", "-u", unit, "-n", "12", "--no-pager", "-o", "cat"]
+
+
+class Inference(Step):
+    id = "inference"
+    title = "Inference service"
+    summary = (
+        "vLLM or SGLang as systemd units: a replica per node when the model fits one, else one group over Ray; "
+        "health check and a latency/throughput probe per endpoint."
+    )
+
+    def __init__(self) -> None:
+        # Handed to every host only when their Ray tokens are missing or differ (a rotation). It lives in memory:
+        # facts, state and logs only ever see its SHA-256 as read back from the hosts.
+        self.ray_token = secrets.token_hex(32)
+
+    dependent_probes: ClassVar[dict[str, str]] = {
+        "* -m pip list *": "the venv's packages, only when its python answered --version in this read",
+        "journalctl -u *": "the journal of a unit this read found failed or activating",
+    }
+
+    def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
+        """Everything but the venv's package list (only once its python runs) and a failed unit's journal."""
+        cfg = ctx.answers.inference
+        if not cfg.enabled:
+            return []
+        plain = [python_version(cfg), *LIVE_READS]
+        sudo = [*map(read_file_argv, FILES), TOKEN_DIGEST, *(key_mode(p) for _, p in KEY_FILES), key_mode(TOKEN_PATH)]
+        plain += [GPU_TOPO, *(unit_state(v, u) for u in (QOS_UNIT, RAY_UNIT, ENGINE_UNIT) for v in VERBS)]
+        return [(c, False) for c in plain] + [(c, True) for c in sudo]
+
+    async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
+        cfg = ctx.answers.inference
+        if not cfg.enabled:
+            return {"enabled": False}
+        ex = ctx.executor
+        facts: dict[str, Any] = {"enabled": True, "python": None, "packages": {}, "files": {}, "units": {}}
+        facts["probed_at"] = time.time()  # lets plans tell hosts probed in this run from stale ones
+        version = await ex.run(python_version(cfg))
+        match = re.search(r"Python (\d+\.\d+(\.\d+)?)", version.stdout + version.stderr)
+        if version.ok and match:
+            facts["python"] = match.group(1)
+            listing = await ex.run(pip_list(cfg))
+            facts["packages"] = parse_pip_list(listing.stdout) if listing.ok else {}
+        facts["rdma"] = await read_live(ex)
+        for path in FILES:
+            text = await ex.read_file(path, sudo=True)
+            # One trailing newline, like every file this stage writes (transports differ in what they keep).
+            facts["files"][path] = text.rstrip("\n") + "\n" if text else text
+        # Only a hash of the Ray token is ever read back: its value must not land in logs or facts.
+        digest = await ex.run(TOKEN_DIGEST, sudo=True)
+        facts["ray_token_sha256"] = digest.stdout.split()[0] if digest.ok and digest.stdout.split() else None
+        # Mode and owner of the API key files only: the key itself is never read by the wizard.
+        facts["api_key"] = {}
+        for name, path in KEY_FILES:
+            mode = await ex.run(key_mode(path), sudo=True)
+            facts["api_key"][name] = mode.stdout.strip() if mode.ok else None
+        token_mode = await ex.run(key_mode(TOKEN_PATH), sudo=True)
+        facts["token_file_mode"] = token_mode.stdout.strip() if token_mode.ok else None
+        topo = await ex.run(GPU_TOPO)
+        facts["gpu_topology"] = gpu_topology(topo.stdout) if topo.ok else None
+        qos = {}
+        for verb in VERBS:
+            qos[verb.removeprefix("is-")] = (await ex.run(unit_state(verb, QOS_UNIT))).stdout.strip()
+        facts["qos_unit"] = {"active": qos["active"], "enabled": qos["enabled"]}
+        for unit in (RAY_UNIT, ENGINE_UNIT):
+            active = (await ex.run(unit_state("is-active", unit))).stdout.strip() or "unknown"
+            enabled = (await ex.run(unit_state("is-enabled", unit))).stdout.strip() or "not-found"
+            state: dict[str, Any] = {"active": active, "enabled": enabled}
+            if active in ("failed", "activating"):
+                lines = (await ex.run(journal(unit), sudo=True)).stdout.splitlines()
+                state["journal"] = [line for line in lines if line.strip()][-8:]
+            facts["units"][unit] = state
+        return facts
+
+    def plan(self, view: ClusterView, host: str) -> HostPlan:
+        if not view.answers.inference.enabled:
+            return HostPlan(
+                stage=self.id, host=host, noop_reason="inference.enabled is false in the answers; nothing deployed"
+            )
+        layout = build_layout(view)
+        return plan_host(layout.effective(view), layout, host, self.ray_token)
+
+    def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
+        if not view.answers.inference.enabled:
+            return [
+                CheckItem(id="enabled", title="inference service", status="skip", evidence="inference.enabled is false")
+            ]
+        layout = build_layout(view)
+        return host_checks(layout.effective(view), layout, host)
+
+    def describe(self, view: ClusterView, host: str) -> list[str]:
+        """The endpoint's health and the latency/throughput probe, shown without --verbose."""
+        if not view.answers.inference.enabled:
+            return []
+        layout = build_layout(view)
+        shown = [c for c in host_checks(layout.effective(view), layout, host) if c.id in ("health", "probe")]
+        lines = [f"{c.title}: {c.evidence}" for c in shown if c.status in ("pass", "warn")]
+        node = layout.node(host)
+        if node is not None and node in layout.api_nodes():
+            kind = f"replica {layout.nodes.index(node) + 1} of {len(layout.nodes)}" if layout.replicas else "the group"
+            lines.append(f"endpoint ({kind}): {endpoint(view.answers.inference, node.ip)} (key: {KEY_ENV} on {host})")
+        return lines
+
+    def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
+        if not view.answers.inference.enabled:
+            return {}
+        layout = build_layout(view)
+        return version_consistency(layout.effective(view), layout)
+
+    async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
+        if not view.answers.inference.enabled:
+            return {}
+        layout = build_layout(view)
+        view = layout.effective(view)
+        cfg = view.answers.inference
+        head = layout.head
+        if layout.replicas:
+            return await self._probe_replicas(view, layout, executors)
+        if head is None or any(layout.refusals(n.host) for n in layout.nodes):
+            return {}
+        missing = [n.host for n in layout.nodes if n.host not in executors]
+        if missing:
+            reason = f"{', '.join(missing)} left the run (an earlier step failed there); the serving group needs it"
+            return {n.host: {"healthy": False, "skipped": reason} for n in layout.nodes if n.host in executors}
+        units = serving_units(view, layout, head.host)
+        engine = ENGINE_UNIT if ENGINE_UNIT in units else RAY_UNIT
+        health = await bench.wait_healthy(executors[head.host], cfg, engine, cfg.ready_timeout_s)
+        result: dict[str, Any] = {"health": health}
+        if health["healthy"]:
+            result["probe"] = await bench.run_probe(executors[head.host], cfg)
+        out = {head.host: result}
+        for node in layout.nodes[1:]:
+            out[node.host] = {"served_by": head.host, "health": health}
+        return out
+
+    async def _probe_replicas(
+        self, view: ClusterView, layout: Layout, executors: dict[str, Executor]
+    ) -> dict[str, dict[str, Any]]:
+        """Every replica's own endpoint: health, then the latency/throughput probe, all replicas at once."""
+        cfg = view.answers.inference
+
+        async def one(host: str) -> dict[str, Any]:
+            engine = ENGINE_UNIT if ENGINE_UNIT in serving_units(view, layout, host) else RAY_UNIT
+            health = await bench.wait_healthy(executors[host], cfg, engine, cfg.ready_timeout_s)
+            result: dict[str, Any] = {"health": health}
+            if health["healthy"]:
+                result["probe"] = await bench.run_probe(executors[host], cfg)
+            return result
+
+        ready = [n.host for n in layout.nodes if n.host in executors and not layout.refusals(n.host)]
+        results = await asyncio.gather(*(one(h) for h in ready))
+        return dict(zip(ready, results, strict=True))
+
+
+def parse_pip_list(text: str) -> dict[str, str]:
+    """`pip list --format=json` -> {name: version} for the packages this stage cares about."""
+    start = text.find("[")
+    try:
+        rows = json.loads(text[start:]) if start >= 0 else []
+    except json.JSONDecodeError:
+        return {}
+    found = {}
+    for row in rows if isinstance(rows, list) else []:
+        name = str(row.get("name", "")).lower().replace("_", "-")
+        if name in _PACKAGES:
+            found[name] = str(row.get("version", ""))
+    return found

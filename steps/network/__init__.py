@@ -1,0 +1,31 @@
+"""Stage network: per-port rails (or per-card RoCE LAG), MTU and addressing in netplan, cabling verified per port.
+
+Modules (the same shape in every stage where it fits):
+- ``stage``: the stage
+- ``facts``: live interface, routing, netplan and sysctl state
+- ``design``: which interface carries which rail, and why
+- ``render``: the netplan and sysctl files as exact text
+- ``renderer``: networkd or NetworkManager
+- ``merge``: other netplan files that mention our interfaces
+- ``notes``: plan notes
+- ``predict``: facts after the plan, for planning ahead
+- ``checks``: per-host verification
+- ``cabling``: cross-host cabling tests
+- ``wiring``: cabling verdicts
+- ``routes``: per-rail routing end to end
+
+The stage itself is ``steps.network.Network``; it is loaded on first use, so importing one of the pure modules
+(``steps.network.facts`` from a parser test, say) does not load the whole stage.
+"""
+
+from __future__ import annotations
+
+__all__ = ["Network"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "Network":
+        from steps.network.stage import Network
+
+        return Network
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,118 @@
+"""Cabling tests across hosts: which port reaches which peer port (IPv6 link-local), and the jumbo path per rail."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import re
+import uuid
+from typing import Any
+
+from steps.network.design import Endpoint
+from wizard.executors.base import Executor
+
+_REPLY = re.compile(r"^\d+ bytes from (?:\S+ \()?([0-9A-Fa-f:.]+)(?:%[^\s):]+)?\)?: icmp_seq=")
+_SUMMARY = re.compile(r"(\d+) packets transmitted, (\d+) (?:packets )?received")
+
+
+def parse_ping(text: str) -> dict[str, Any]:
+    """iputils ping output -> {"replies": [addresses in order], "sent": n, "received": n} (numeric -n form)."""
+    replies: list[str] = []
+    for line in text.splitlines():
+        match = _REPLY.match(line.strip())
+        if match and match.group(1) not in replies:
+            replies.append(match.group(1))
+    summary = _SUMMARY.search(text)
+    return {
+        "replies": replies,
+        "sent": int(summary.group(1)) if summary else None,
+        "received": int(summary.group(2)) if summary else None,
+    }
+
+
+def normal(address: str) -> str:
+    """Canonical text of an IPv6 address (so fe80::0e42:... and fe80::e42:... compare equal)."""
+    try:
+        return str(ipaddress.ip_address(address.split("%")[0]))
+    except ValueError:
+        return address.lower()
+
+
+def multicast_argv(netdev: str) -> list[str]:
+    return ["ping", "-6", "-n", "-c", "2", "-w", "3", "-I", netdev, "ff02::1"]
+
+
+def jumbo_size(mtu: int, peer_ip: str) -> int:
+    """ICMP payload that makes the packet exactly one MTU (IP + ICMP headers: 28 bytes IPv4, 48 IPv6)."""
+    return mtu - (48 if ":" in peer_ip else 28)
+
+
+def jumbo_argv(netdev: str, peer_ip: str, mtu: int) -> list[str]:
+    """Ping the peer's rail address out of this port with don't-fragment: proves the jumbo path end to end."""
+    family = ["-6"] if ":" in peer_ip else []
+    size = str(jumbo_size(mtu, peer_ip))
+    return ["ping", *family, "-n", "-c", "2", "-w", "3", "-M", "do", "-s", size, "-I", netdev, peer_ip]
+
+
+def ring_peer(order: list[str], host: str, with_key: dict[str, set[str]], key: str) -> str | None:
+    """The next host after ``host`` (wrapping) that also has rail ``key``: every port is pinged and pings."""
+    start = order.index(host)
+    for step in range(1, len(order)):
+        other = order[(start + step) % len(order)]
+        if key in with_key.get(other, set()):
+            return other
+    return None
+
+
+async def probe_host(
+    ex: Executor,
+    endpoints: list[Endpoint],
+    carrier: dict[str, bool],
+    ipv6_less: set[str],
+    peers: dict[str, tuple[str, str] | None],
+    mtu: int,
+) -> dict[str, Any]:
+    """Run the link-local and jumbo pings of one host, all ports at once."""
+
+    async def one(e: Endpoint) -> tuple[str, dict[str, Any]]:
+        result: dict[str, Any] = {"key": e.key}
+        if not carrier.get(e.netdev, False):
+            result["skipped"] = "no carrier"
+            return e.netdev, result
+        if e.netdev in ipv6_less:
+            result["skipped"] = "no IPv6 link-local address (IPv6 disabled?): cabling is judged by the IPv4 ping"
+        else:
+            ll = await ex.run(multicast_argv(e.netdev))
+            result["link_local"] = {**parse_ping(ll.stdout), "exit": ll.exit_status, "error": _error(ll)}
+        peer = peers.get(e.key)
+        if peer is not None:
+            jumbo = await ex.run(jumbo_argv(e.netdev, peer[1], mtu))
+            result["jumbo"] = {
+                "peer": peer[0],
+                "peer_ip": peer[1],
+                "size": jumbo_size(mtu, peer[1]),
+                **parse_ping(jumbo.stdout),
+                "exit": jumbo.exit_status,
+                "error": _error(jumbo),
+            }
+        return e.netdev, result
+
+    done = await asyncio.gather(*(one(e) for e in endpoints if e.rdma))
+    return dict(done)
+
+
+def _error(result: Any) -> str | None:
+    if result.exit_status == 0:
+        return None
+    lines = [ln.strip() for ln in (result.stderr + "\n" + result.stdout).splitlines() if ln.strip()]
+    telling = [ln for ln in lines if "error" in ln.lower() or "unreachable" in ln.lower() or "frag" in ln.lower()]
+    if telling:
+        return telling[0]
+    parsed = parse_ping(result.stdout)
+    if parsed["sent"] is not None:
+        return f"no reply ({parsed['sent']} sent, {parsed['received']} received)"
+    return lines[-1] if lines else f"exit status {result.exit_status}"
+
+
+def new_probe_id() -> str:
+    return uuid.uuid4().hex[:12]
