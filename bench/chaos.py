@@ -87,10 +87,10 @@ def disk_dirs(image: dict[str, Any], under: str) -> list[str]:
 def bare_disks(names: list[str]) -> dict[str, dict[str, bytes]]:
     """The files of each host as the simulated lab first boots it (the originals the wizard must back up)."""
     sys.path.insert(0, str(ROOT))
-    from wizard.answers import load_answers
+    from wizard.answers.model import load_answers
+    from wizard.answers.profiles import demo_answers
     from wizard.lab import Lab
     from wizard.lab.disk import _dump
-    from wizard.profiles import demo_answers
 
     answers = load_answers(demo_answers(None))
     mgmt = {h.name: h.address for h in answers.hosts}
@@ -173,8 +173,8 @@ def check_backups(files: dict[str, bytes], originals: dict[str, bytes], runs: li
 def check_state(state: Path) -> tuple[list[str], list[str]]:
     """Load the state as the wizard does; returns (problems, hosts not fully verified)."""
     sys.path.insert(0, str(ROOT))
+    from wizard.engine.state import StateStore
     from wizard.errors import StateError
-    from wizard.state import StateStore
 
     store = StateStore(state)
     try:

@@ -22,9 +22,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from wizard import cli  # noqa: E402
+from wizard.cli import main as cli  # noqa: E402
+from wizard.engine.runner import Runner  # noqa: E402
 from wizard.executors.ssh import SshExecutor  # noqa: E402
-from wizard.runner import Runner  # noqa: E402
 
 READ: contextvars.ContextVar[str] = contextvars.ContextVar("read", default="other")
 EXECS: Counter[tuple[str, str]] = Counter()  # (host, "stage #n") -> execs

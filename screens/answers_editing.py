@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from screens.dialogs import AskPath
-from wizard.answers import load_answers
+from wizard.answers.model import load_answers
 from wizard.errors import AnswersError
 
 if TYPE_CHECKING:

@@ -24,18 +24,18 @@ from screens.main import MainScreen
 from screens.palette import WizardCommands
 from screens.progress import Progress
 from screens.start import StartScreen
-from wizard import answer_sections
-from wizard.apply import guard_for
-from wizard.conn_test import ConnectionReport, check_hosts
+from wizard.answers import sections as answer_sections
+from wizard.engine.apply import guard_for
+from wizard.engine.conn_test import ConnectionReport, check_hosts
+from wizard.engine.events import Event
+from wizard.engine.interactive import resume_point, saved_progress, skip_stage
+from wizard.engine.rollback import roll_back, rollback_plans
+from wizard.engine.runner import Runner, RunOptions
+from wizard.engine.session import Session, lab_time_scale, sudo_password
+from wizard.engine.state_lock import lock_state_dir, unlock_state_dir
+from wizard.engine.step import HostPlan
 from wizard.errors import AnswersError, WizardError
-from wizard.events import Event
-from wizard.interactive import resume_point, saved_progress, skip_stage
 from wizard.paths import assets_dir
-from wizard.rollback import roll_back, rollback_plans
-from wizard.runner import Runner, RunOptions
-from wizard.session import Session, lab_time_scale, sudo_password
-from wizard.state_lock import lock_state_dir, unlock_state_dir
-from wizard.step import HostPlan
 
 SECTION_MODELS: dict[str, type[BaseModel]] = {
     "ofed": answer_sections.OfedSection,
@@ -289,7 +289,7 @@ class WizardApp(AnswersEditing, App[int]):
                     self._confirmed_all.discard(stage)
                     await session.runner.run(self._options(stage))
                 elif action == "verify" and stage:
-                    from wizard.interactive import verify_stage
+                    from wizard.engine.interactive import verify_stage
 
                     await verify_stage(session.runner, stage)
                 elif action == "plan" and stage:

@@ -13,7 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Log, Markdown, Static
 
 from screens.plan_view import IMPACT_STYLE
-from wizard.step import Change, HostPlan, Impact
+from wizard.engine.step import Change, HostPlan, Impact
 
 FULL_LOG_LINES = 20000
 

@@ -10,12 +10,10 @@ import yaml
 from pydantic import ValidationError
 
 from steps import all_steps
-from wizard.answers import Answers, parse_answers
-from wizard.answers_io import dump_answers
-from wizard.events import EventBus
-from wizard.executors.ssh import SshTarget
-from wizard.paths import default_state_dir, example_answers
-from wizard.session import (
+from wizard.answers.model import Answers, parse_answers
+from wizard.answers.write import dump_answers
+from wizard.engine.events import EventBus
+from wizard.engine.session import (
     Session,
     check_faults,
     demo_answers,
@@ -24,7 +22,9 @@ from wizard.session import (
     production_targets,
     simulated_targets,
 )
-from wizard.state import StateStore
+from wizard.engine.state import StateStore
+from wizard.executors.ssh import SshTarget
+from wizard.paths import default_state_dir, example_answers
 
 ANSWERS_FILE = "answers.yaml"
 

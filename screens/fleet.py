@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from screens.progress import Progress
-from wizard.step import HostPlan
+from wizard.engine.step import HostPlan
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
 NO_LEAF = "(leaf not known)"

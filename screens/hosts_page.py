@@ -178,7 +178,8 @@ class HostsPage(Vertical):
             self.wizard.start_action("test", None)
 
     def action_import_inventory(self) -> None:
-        """Replace the host list with the hosts of an Ansible inventory (or ssh_config), read by wizard.inventory."""
+        """Replace the host list with the hosts of an Ansible inventory (or ssh_config),
+        read by wizard.answers.inventory."""
         self.wizard.push_screen(AskInventory(), self._inventory_chosen)
 
     def _inventory_chosen(self, choice: InventoryChoice | None) -> None:

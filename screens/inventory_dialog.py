@@ -1,4 +1,5 @@
-"""The Hosts page's inventory import: a dialog for the file and group, then the host list from wizard.inventory."""
+"""The Hosts page's inventory import: a dialog for the file and group, then the host list from
+wizard.answers.inventory."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import Input, Label
 
+from wizard.answers.inventory import detect_format, parse_inventory
+from wizard.answers.inventory_import import Imported, import_hosts
 from wizard.errors import UsageError
-from wizard.inventory import detect_format, parse_inventory
-from wizard.inventory_import import Imported, import_hosts
 
 
 @dataclass(frozen=True)

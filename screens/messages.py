@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from textual.message import Message
 
-from wizard.events import Event
+from wizard.engine.events import Event
 
 
 @dataclass

@@ -11,7 +11,7 @@ from textual.widgets import Static
 
 from screens.fleet import HostFilter, PlanGroup, PlanGrouper, compress_hosts
 from screens.vtable import VirtualTable, update_if_changed
-from wizard.step import HostPlan
+from wizard.engine.step import HostPlan
 
 IMPACT_STYLE = {"safe": "green", "disruptive": "bold yellow", "reboot": "bold red"}
 
@@ -74,7 +74,7 @@ def render_plan(host: str, plan: HostPlan | dict[str, Any] | None) -> Text:
 
 
 def _shell(command: dict[str, Any]) -> str:
-    from wizard.step import RemoteCommand
+    from wizard.engine.step import RemoteCommand
 
     return RemoteCommand.model_validate(command).shell()
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.events import Event
-from wizard.interactive import StageProgress
+from wizard.engine.events import Event
+from wizard.engine.interactive import StageProgress
 
 STATUS_MARK = {
     "done": "✔",

@@ -18,8 +18,8 @@ class Notifier(Protocol):
 def write_report(state_dir: Path, out: Path | None = None) -> Path:
     """Collect the run saved in ``state_dir`` and write the report (default ``<state_dir>/report.html``, private
     like the state). Raises WizardError (StateError) when the directory holds no run."""
+    from wizard.cli.report import write_html
     from wizard.report.collect import collect
-    from wizard.report.command import write_html
 
     return write_html(collect(state_dir), out or state_dir / REPORT_NAME)
 

@@ -13,7 +13,7 @@ from textual.widgets import Button, DataTable, Footer, Header, Label, Static
 
 from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
 from screens.summary_page import STATUS_STYLE
-from wizard.interactive import resume_point, saved_progress
+from wizard.engine.interactive import resume_point, saved_progress
 
 if TYPE_CHECKING:
     from screens.app import WizardApp

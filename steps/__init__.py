@@ -3,7 +3,7 @@ checks, and the stage class as the package's public entry (``steps.network.Netwo
 
 from __future__ import annotations
 
-from wizard.step import Step
+from wizard.engine.step import Step
 
 
 def all_steps() -> list[Step]:

@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 from steps import all_steps
-from wizard.answers import Answers, load_answers
+from wizard.answers.model import Answers, load_answers
+from wizard.engine.prefetch import Prefetched, Probe, read_file_argv
+from wizard.engine.session import production_targets
+from wizard.engine.step import ProbeContext, Step
 from wizard.executors.base import CommandResult, render_command
 from wizard.executors.ssh import SshExecutor
-from wizard.prefetch import Prefetched, Probe, read_file_argv
-from wizard.session import production_targets
-from wizard.step import ProbeContext, Step
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "assets" / "answers.example.yaml"
@@ -129,7 +129,7 @@ async def first_read(stage: str, host: str, *, prepared: bool) -> tuple[list[Pro
     """A stage's first read of a lab host with nothing learned, as the runner does it: earlier facts (discovery)
     read first, then the stage's declared commands fetched in one batch per privilege and the probe answered from
     them. Returns the declared commands, the reader (``calls``, ``misses``) and the facts the probe returned."""
-    from wizard.prefetch import fetch
+    from wizard.engine.prefetch import fetch
 
     async with lab_hosts(prepared=prepared) as (answers, executors):
         entry, ex = next(h for h in answers.hosts if h.name == host), executors[host]

@@ -1,5 +1,5 @@
 """`python -m wizard` is the same as `roce-wizard`."""
 
-from wizard.cli import main
+from wizard.cli.main import main
 
 raise SystemExit(main())

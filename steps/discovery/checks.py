@@ -8,7 +8,7 @@ from typing import Any
 from steps.discovery import facts as df
 from steps.platform.checks import platform_checks
 from steps.platform.facts import named_endpoints
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 SUPPORTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", "12")}
 

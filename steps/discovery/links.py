@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wizard.engine.step import CheckItem
 from wizard.parsers import ParseError
 from wizard.parsers.common import Parsed
 from wizard.parsers.ethtool import EthtoolStats, parse_ethtool_S
-from wizard.step import CheckItem
 
 if TYPE_CHECKING:
     from steps.discovery.facts import NicPort

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections import Counter
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
+from wizard.engine.step import CheckItem, ClusterView
 from wizard.executors.base import Executor, SudoRefused
 from wizard.parsers import ParseError
 from wizard.parsers.lldp import LldpNeighbor, parse_lldpctl_json
-from wizard.step import CheckItem, ClusterView
 
 # lldpctl talks to lldpd's control socket, mode 0770 root:_lldpd (lldpd.c, PRIVSEP_GROUP): root or sudo.
 LLDPCTL = ["lldpctl", "-f", "json"]

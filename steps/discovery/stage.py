@@ -10,8 +10,8 @@ from steps.discovery.checks import describe_host, discovery_checks, host_differe
 from steps.discovery.links import flap_checks, probe_links
 from steps.discovery.lldp import LLDPCTL, lldp_cluster_checks, lldp_host_checks, probe_lldp
 from steps.platform.facts import named_endpoints, platform_prefetch, probe_platform
+from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 from wizard.executors.base import SudoRefused
-from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 GID_GLOBS = (
     "/sys/class/infiniband/*/ports/*/gids/* "

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from steps.gpudirect.facts import GpuDirectFacts
 from steps.ofed.repo import apt
-from wizard.step import Change, Impact
+from wizard.engine.step import Change, Impact
 
 STALE_SYMBOLS = "disagrees about version of symbol ib_register_peer_memory_client"
 REBUILD_TIMEOUT_S = 1800.0  # DKMS compiles five NVIDIA modules: minutes, more on small hosts

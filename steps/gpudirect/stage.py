@@ -28,10 +28,10 @@ from steps.platform.facts import (
     probe_platform,
 )
 from steps.roce.facts import devinfo_ports
+from wizard.engine.prefetch import read_file_argv
+from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 from wizard.executors.base import CommandResult, Executor, ExecutorError
 from wizard.parsers import ParseError, parse
-from wizard.prefetch import read_file_argv
-from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 PERFTEST_PORT = 18515
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"

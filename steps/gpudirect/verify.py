@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from steps.gpudirect.facts import GDR_DEFAULT_PATHS, GpuPath
+from wizard.engine.step import CheckItem
 from wizard.parsers.nccl import NcclDebug
-from wizard.step import CheckItem
 
 
 def path_check(paths: list[GpuPath]) -> CheckItem:

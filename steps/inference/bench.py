@@ -9,7 +9,7 @@ import time
 from typing import Any
 
 from steps.inference.units import KEY_HEADER
-from wizard.answer_sections import InferenceSection
+from wizard.answers.sections import InferenceSection
 from wizard.executors.base import Executor
 
 PROMPT = "Explain in one paragraph why RoCE v2 needs a lossless priority (PFC) or ECN on the fabric."

@@ -7,7 +7,7 @@ from typing import Any
 from steps.inference.layout import Layout
 from steps.inference.plan import desired_files, serving_units, token_in_sync
 from steps.inference.units import ENV_PATH, KEY_ENV, KEY_HEADER, TOKEN_PATH, package_problems, uses_ray
-from wizard.step import CheckItem, ClusterView
+from wizard.engine.step import CheckItem, ClusterView
 
 
 def host_checks(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]:

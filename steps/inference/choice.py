@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 from steps.discovery.facts import DiscoveryFacts
 from steps.inference.models import fit, has_nvlink, resolve_spec
-from wizard.answer_sections import InferenceSection
+from wizard.answers.sections import InferenceSection
+from wizard.engine.step import ClusterView
 from wizard.parsers import ParseError, parse
-from wizard.step import ClusterView
 
 if TYPE_CHECKING:
     from steps.inference.layout import Layout

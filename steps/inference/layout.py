@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 from steps.discovery.facts import DiscoveryFacts
 from steps.inference.choice import choose, endpoint, numa_notes, qos_in_use, size_rules
 from steps.inference.fabric import roce_ports
-from wizard.step import ClusterView
+from wizard.engine.step import ClusterView
 
 
 @dataclass(frozen=True)

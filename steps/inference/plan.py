@@ -21,7 +21,7 @@ from steps.inference.units import (
     venv_bin,
     version_tuple,
 )
-from wizard.step import Change, ClusterView, FileWrite, HostPlan, Impact, RemoteCommand
+from wizard.engine.step import Change, ClusterView, FileWrite, HostPlan, Impact, RemoteCommand
 
 STALE_S = 600  # a peer probed this much earlier than this host was not probed in this run
 CUDA13_DRIVER = 580  # CUDA 13.0 needs driver >= 580; SGLang 0.5.19 was the last release with CUDA 12 wheels

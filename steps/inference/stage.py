@@ -27,10 +27,10 @@ from steps.inference.units import (
     UNIT_DIR,
     venv_bin,
 )
-from wizard.answer_sections import InferenceSection
+from wizard.answers.sections import InferenceSection
+from wizard.engine.prefetch import read_file_argv
+from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 from wizard.executors.base import Executor
-from wizard.prefetch import read_file_argv
-from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 _PACKAGES = ("vllm", "sglang", "ray", "torch")
 # The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.

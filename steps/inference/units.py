@@ -7,9 +7,9 @@ import re
 
 from steps.inference.layout import Layout, Node
 from steps.roce.facts import QOS_UNIT  # DSCP trust, PFC, ECN and RDMA-CM ToS, set by stage roce
-from wizard.answer_sections import InferenceSection
-from wizard.answers import Answers
-from wizard.step import RemoteCommand
+from wizard.answers.model import Answers
+from wizard.answers.sections import InferenceSection
+from wizard.engine.step import RemoteCommand
 
 ENV_PATH = "/etc/roce-wizard/inference.env"
 TOKEN_PATH = "/etc/roce-wizard/ray-auth-token"

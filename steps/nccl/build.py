@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from steps.nccl.facts import Binary, NcclFacts, cuda_of_package, multiarch_triplet
 from steps.nccl.run import smoke_script
-from wizard.answer_sections import NcclSection
-from wizard.step import Change, FileWrite, Impact, RemoteCommand
+from wizard.answers.sections import NcclSection
+from wizard.engine.step import Change, FileWrite, Impact, RemoteCommand
 
 NCCL_TESTS_GIT = "https://github.com/NVIDIA/nccl-tests.git"
 SMOKE_SCRIPT = "/opt/roce-wizard/nccl_allreduce_smoke.py"

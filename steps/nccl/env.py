@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from steps.nccl.conf import MANAGED, parse_conf
 from steps.nccl.facts import NcclFacts
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 LIMITS_FILE = "/etc/security/limits.d/90-nccl-memlock.conf"
 

@@ -21,8 +21,8 @@ from steps.nccl.run import (
     tail,
     torchrun_argv,
 )
+from wizard.engine.step import ClusterView
 from wizard.executors.base import CommandResult, CommandTimeout, Executor
-from wizard.step import ClusterView
 
 _FATAL = re.compile(r"NCCL WARN|Test NCCL failure|Cuda failure|error while loading shared|DistStoreError|NCCL error")
 _SSH_TROUBLE = ("Permission denied", "Host key verification failed", "unable to reliably start", "lost communication")

@@ -16,10 +16,10 @@ from steps.nccl.facts import (
     parse_net_sysfs,
     sources_nccl_conf,
 )
-from wizard.answer_sections import NcclSection
+from wizard.answers.sections import NcclSection
+from wizard.engine.prefetch import read_file_argv
 from wizard.executors.base import Executor
 from wizard.parsers import ParseError, parse
-from wizard.prefetch import read_file_argv
 
 BASHRC = "/etc/bash.bashrc"
 ROOT_CONF = "/root/.nccl.conf"

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts
-from wizard.answer_sections import NcclSection
+from wizard.answers.sections import NcclSection
 from wizard.parsers import ParseError
 from wizard.parsers.nccl import log_host, parse_nccl_all_reduce_perf, parse_nccl_debug
 

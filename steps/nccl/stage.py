@@ -21,8 +21,8 @@ from steps.nccl.facts import NcclFacts, sources_nccl_conf
 from steps.nccl.launch import run_cluster_test
 from steps.nccl.probe import BASHRC, DEPENDENT, nccl_prefetch, probe_host
 from steps.nccl.verdict import Expect, bandwidth_causes, perf_checks, rail_ceiling, rail_health, run_checks
+from wizard.engine.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, ProbeContext, Step
 from wizard.executors.base import Executor
-from wizard.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, ProbeContext, Step
 
 
 @dataclass

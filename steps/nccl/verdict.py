@@ -9,7 +9,7 @@ from steps.discovery.facts import DiscoveryFacts
 from steps.nccl.causes import find_cause
 from steps.nccl.conf import GID_AUTO_SINCE
 from steps.nccl.facts import NcclFacts, version_tuple
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 RERUN = "re-run: roce-wizard --only nccl"
 

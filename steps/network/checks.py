@@ -5,7 +5,7 @@ from __future__ import annotations
 from steps.network.design import Design, Endpoint, expected_roce_mtu
 from steps.network.facts import NETPLAN_PATH, SYSCTL_PATH, NetworkFacts
 from steps.network.render import wanted_sysctls
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 
 def live_differences(design: Design, net: NetworkFacts, mtu: int) -> list[str]:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from steps.discovery.facts import DiscoveryFacts
 from steps.network.facts import NetworkFacts
-from wizard.answer_sections import BondSection, RailSection
-from wizard.answers import Answers
+from wizard.answers.model import Answers
+from wizard.answers.sections import BondSection, RailSection
 
 # Modes in which mlx5 builds a RoCE LAG device (mlx5_bond_N) from the two ports of one card.
 LAG_MODES = ("802.3ad", "active-backup", "balance-xor")

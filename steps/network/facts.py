@@ -9,8 +9,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from steps.discovery.facts import try_parse
 from steps.discovery.stage import GIDS, IP_ADDR, RDMA_LINK
+from wizard.engine.prefetch import read_file_argv
 from wizard.executors.base import Executor
-from wizard.prefetch import read_file_argv
 
 NETPLAN_PATH = "/etc/netplan/60-roce-wizard.yaml"
 SYSCTL_PATH = "/etc/sysctl.d/60-roce-wizard.conf"

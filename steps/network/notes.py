@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from steps.discovery.facts import DiscoveryFacts
 from steps.network.design import SECTION0, Design, Endpoint
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 
 
 def fabric_notes(answers: Answers, d: Design) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from steps.network.design import Design, expected_roce_mtu
-from wizard.predict import HostFacts, Prediction, ipv4_mapped_gid
-from wizard.step import ClusterView, HostPlan
+from wizard.engine.predict import HostFacts, Prediction, ipv4_mapped_gid
+from wizard.engine.step import ClusterView, HostPlan
 
 
 def predict(view: ClusterView, host: str, plan: HostPlan, design: Design) -> Prediction | None:

@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 NETWORKD = "networkd"
 NM = "NetworkManager"

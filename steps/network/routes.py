@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from steps.network.design import Design
+from wizard.engine.step import CheckItem
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers import ParseError
 from wizard.parsers.iproute import parse_ip_route_get
-from wizard.step import CheckItem
 
 ARGV = ["ip", "-force", "-j", "-batch", "-"]
 SHOWN = 6  # wrong routes named in the evidence; the rest are counted

@@ -18,9 +18,19 @@ from steps.network.render import netplan_yaml, sysctl_conf, wanted_sysctls
 from steps.network.renderer import choose, wait_online_check
 from steps.network.routes import probe_routes, route_check, wanted
 from steps.network.wiring import Cluster, cabling_checks
+from wizard.engine.predict import Prediction
+from wizard.engine.step import (
+    Change,
+    CheckItem,
+    ClusterView,
+    FileWrite,
+    HostPlan,
+    Impact,
+    ProbeContext,
+    RemoteCommand,
+    Step,
+)
 from wizard.executors.base import Executor
-from wizard.predict import Prediction
-from wizard.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, Impact, ProbeContext, RemoteCommand, Step
 
 
 class Network(Step):

@@ -9,7 +9,7 @@ from typing import Any
 from steps.network.cabling import normal
 from steps.network.design import Design, Endpoint
 from steps.network.facts import NetworkFacts
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 Node = tuple[str, str]  # (host, netdev)
 

@@ -7,8 +7,8 @@ from steps.ofed import support as sup
 from steps.ofed.facts import RDMA_MODULES, OfedFacts
 from steps.ofed.firmware import assess_firmware, describe_old, device_of, update_fix
 from steps.ofed.state import assess
-from wizard.answer_sections import OfedSection
-from wizard.step import CheckItem
+from wizard.answers.sections import OfedSection
+from wizard.engine.step import CheckItem
 
 RERUN = "re-run the stage: roce-wizard --only ofed --yes"
 

@@ -8,8 +8,8 @@ from steps.ofed.facts import RDMA_MODULES, TOOL_PACKAGES, OfedFacts
 from steps.ofed.firmware import assess_firmware, describe_old
 from steps.ofed.repo import apt, move_legacy_doca_key, repo_setup
 from steps.ofed.state import State, assess
-from wizard.answer_sections import OfedSection
-from wizard.step import Change, HostPlan, Impact, RemoteCommand
+from wizard.answers.sections import OfedSection
+from wizard.engine.step import Change, HostPlan, Impact, RemoteCommand
 
 INSTALL_TIMEOUT_S = 3600.0  # DKMS builds the kernel modules for the running kernel: tens of minutes on slow hosts
 UNINSTALL_SCRIPT = "/usr/sbin/ofed_uninstall.sh"

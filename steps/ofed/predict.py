@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts
-from wizard.predict import HostFacts, Prediction, rename_everywhere
-from wizard.step import ClusterView, HostPlan
+from wizard.engine.predict import HostFacts, Prediction, rename_everywhere
+from wizard.engine.step import ClusterView, HostPlan
 
 # Packages the doca-ofed profile and MLNX_OFED bring that later stages look for (tools, perftest).
 _STACK_PACKAGES = ("mlnx-ofed-kernel-dkms", "mlnx-tools", "rdma-core", "ibverbs-utils", "infiniband-diags", "perftest")

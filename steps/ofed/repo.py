@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 from steps.ofed import support as sup
 from steps.ofed.facts import OfedFacts
-from wizard.answer_sections import OfedSection
-from wizard.step import Change, FileWrite, RemoteCommand
+from wizard.answers.sections import OfedSection
+from wizard.engine.step import Change, FileWrite, RemoteCommand
 
 # Keys of third-party repositories live in /etc/apt/keyrings and only the source that names them with signed-by
 # trusts them; a key in /etc/apt/trusted.gpg.d is trusted for every repository, so signed-by restricts nothing

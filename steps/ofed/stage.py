@@ -14,10 +14,10 @@ from steps.ofed.plan import build_plan
 from steps.ofed.repo import KEYRING_DIRS, KEYRINGS, MANAGED_FILES
 from steps.platform.checks import firmware_check
 from steps.platform.facts import named_endpoints
+from wizard.engine.predict import Prediction
+from wizard.engine.prefetch import read_file_argv
+from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 from wizard.executors.base import Executor
-from wizard.predict import Prediction
-from wizard.prefetch import read_file_argv
-from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 UNINSTALL_SCRIPT = "/usr/sbin/ofed_uninstall.sh"
 DPKG_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from steps.ofed import support as sup
 from steps.ofed.facts import TOOL_PACKAGES, OfedFacts
-from wizard.answer_sections import OfedSection
+from wizard.answers.sections import OfedSection
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from wizard.answer_sections import OfedSection
+from wizard.answers.sections import OfedSection
 
 # PCI device id -> adapter family as NVIDIA's "General Support" tables name it (VFs share the PF's firmware).
 FAMILY: dict[str, str] = {

@@ -11,7 +11,7 @@ mlxconfig LINK_TYPE_P<n> (1 = IB, 2 = ETH).
 from __future__ import annotations
 
 from steps.platform.facts import PlatformFacts, is_ib
-from wizard.step import CheckItem, CheckStatus
+from wizard.engine.step import CheckItem, CheckStatus
 
 ACS_SETPCI = "setpci -s {bdf} ECAP_ACS+0x6.w=0000"
 PASSTHROUGH = {"identity"}

@@ -18,7 +18,7 @@ from wizard.parsers.pcie import parse_lspci_vvv
 BDF_RE = re.compile(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 FIRMWARE_TOOLS = ("mlxconfig", "mstconfig")  # NVIDIA MFT, or mstflint (installed by DOCA-OFED)
 # Globs over every PCI device, not a list of the endpoints: they do not depend on what lspci and nvidia-smi print,
-# so they go in the host's first batch (wizard/prefetch.py); the probe keeps the endpoints' lines only.
+# so they go in the host's first batch (wizard/engine/prefetch.py); the probe keeps the endpoints' lines only.
 PCI_PATHS = "readlink -f /sys/bus/pci/devices/*"
 IOMMU_TYPES = "grep -sH . /sys/bus/pci/devices/*/iommu_group/type"
 LSPCI_VVV = ["lspci", "-D", "-vvv"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from steps.roce.desired import Desired, cm_needs, effective_dscp2prio, pfc_text
 from steps.roce.facts import QOS_UNIT, SCRIPT_PATH, TEMPLATE_PATH, UDEV_RULE_PATH, RoceFacts, RocePort
 from steps.roce.script import script_text, template_text, udev_rule_text, unit_text
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 RERUN = "re-run roce-wizard --from roce"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from steps.discovery.facts import DiscoveryFacts
 from steps.roce.facts import RoceFacts
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 RERUN = "re-run roce-wizard --from roce"
 

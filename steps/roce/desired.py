@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from steps.roce.facts import ROCE_V1, ROCE_V2, RdmaCm, RocePort, default_dscp2prio, pfc_vector
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from steps.roce.facts import (
     RocePort,
 )
 from steps.roce.script import dcb_pfc_map, script_text, template_text, udev_rule_text, unit_text
-from wizard.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
+from wizard.engine.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 
 LLDPAD_WHY = (
     "lldpad runs DCBX and rewrites the adapter's PFC/ETS settings, undoing mlnx_qos (mlnx_qos itself warns when it "

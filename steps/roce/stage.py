@@ -32,10 +32,10 @@ from steps.roce.facts import (
     roce_targets,
 )
 from steps.roce.plan import build_plan
+from wizard.engine.prefetch import read_file_argv
+from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 from wizard.executors.base import CommandResult, Executor
 from wizard.parsers import ParseError, parse
-from wizard.prefetch import read_file_argv
-from wizard.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 
 # The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
 IP_ADDR = ["ip", "-j", "-d", "addr", "show"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wizard.answers import load_answers, parse_answers
+from wizard.answers.model import load_answers, parse_answers
 from wizard.errors import AnswersError
 from wizard.paths import example_answers
 
@@ -140,7 +140,7 @@ def test_structural_problems_are_one_line_each(text: str, message: str) -> None:
 
 
 def test_a_host_can_have_its_own_key_file_and_others_use_the_common_one() -> None:
-    from wizard.session import production_targets
+    from wizard.engine.session import production_targets
 
     text = BASE.replace(
         "    address: 10.0.0.12\n", "    address: 10.0.0.12\n    identity_file: ~/.ssh/server2_ed25519\n"

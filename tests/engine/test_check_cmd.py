@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.engine.test_ssh_executor import executor, start_lab
-from wizard.conn_test import ConnectionReport, check_host
+from wizard.engine.conn_test import ConnectionReport, check_host
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
 

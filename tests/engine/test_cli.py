@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.fixture_files import real_outputs
-from wizard.commands import EXPORTS
+from wizard.cli.commands import EXPORTS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
 
@@ -87,7 +87,7 @@ def test_the_open_file_limit_is_raised_for_large_clusters() -> None:
     script = (
         "import resource; hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1];"
         "resource.setrlimit(resource.RLIMIT_NOFILE, (1024, hard));"
-        "from wizard.cli import raise_open_file_limit;"
+        "from wizard.cli.main import raise_open_file_limit;"
         "got = raise_open_file_limit(); print(got, hard, resource.getrlimit(resource.RLIMIT_NOFILE)[0])"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)

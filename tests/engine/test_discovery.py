@@ -7,14 +7,14 @@ from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts
 from steps.discovery.stage import Discovery, describe_host
-from wizard.answers import load_answers
-from wizard.events import EventBus
+from wizard.answers.model import load_answers
+from wizard.engine.events import EventBus
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner, RunOptions
+from wizard.engine.state import StateStore
 from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.lab import Lab, parse_fault
-from wizard.logs import HostLogs, Redactor
 from wizard.paths import example_answers
-from wizard.runner import Runner, RunOptions
-from wizard.state import StateStore
 
 
 async def discover(tmp_path: Path, *faults: str) -> tuple[int, dict[str, DiscoveryFacts], StateStore, list[Any]]:

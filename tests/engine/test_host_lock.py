@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from tests.engine.test_ssh_executor import executor
-from wizard.answers import parse_answers
-from wizard.events import EventBus
-from wizard.host_lock import HOLDER_PATH, HostBusy, HostHolder, HostLock, busy_message, lock_script
+from wizard.answers.model import parse_answers
+from wizard.engine.events import EventBus
+from wizard.engine.host_lock import HOLDER_PATH, HostBusy, HostHolder, HostLock, busy_message, lock_script
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner, RunOptions
+from wizard.engine.state import StateStore
+from wizard.engine.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, ProbeContext, RemoteCommand, Step
 from wizard.lab import Lab
 from wizard.lab.cmd_flock import locks
-from wizard.logs import HostLogs, Redactor
-from wizard.runner import Runner, RunOptions
-from wizard.state import StateStore
-from wizard.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, ProbeContext, RemoteCommand, Step
 
 ANSWERS = parse_answers("version: 1\nhosts:\n  - name: server1\n    address: 10.0.0.11\n"
                         "  - name: server2\n    address: 10.0.0.12\n")  # fmt: skip

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from wizard import host_ranges
-from wizard.answers import parse_answers
-from wizard.answers_io import dump_answers
+from wizard.answers import ranges as host_ranges
+from wizard.answers.model import parse_answers
+from wizard.answers.write import dump_answers
 from wizard.errors import AnswersError
 
 

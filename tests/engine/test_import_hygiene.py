@@ -8,7 +8,8 @@ import sys
 
 def test_engine_and_steps_do_not_import_textual() -> None:
     code = (
-        "import sys, wizard.cli, wizard.runner, wizard.session, wizard.commands, wizard.lab, steps\n"
+        "import sys, wizard.cli.main, wizard.engine.runner, wizard.engine.session, wizard.cli.commands\n"
+        "import wizard.lab, steps\n"
         "from steps import all_steps\n"
         "all_steps()\n"
         "bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'screens'))\n"
@@ -27,7 +28,7 @@ def _heavy_modules_loaded_by(argv: list[str]) -> list[str]:
     """Run ``roce-wizard ARGV`` (which exits with --help or a usage error) and list the heavy modules it loaded."""
     code = (
         "import sys\n"
-        "from wizard.cli import main\n"
+        "from wizard.cli.main import main\n"
         f"try:\n    code = main({argv!r})\nexcept SystemExit:\n    pass\n"
         f"print('LOADED:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))\n"
     )

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from wizard.answers import parse_answers
-from wizard.cli import main
+from wizard.answers.inventory import detect_format, parse_ini, parse_ssh_config, parse_yaml
+from wizard.answers.inventory_import import import_hosts
+from wizard.answers.model import parse_answers
+from wizard.cli.main import main
 from wizard.errors import UsageError
-from wizard.inventory import detect_format, parse_ini, parse_ssh_config, parse_yaml
-from wizard.inventory_import import import_hosts
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inventories"
 

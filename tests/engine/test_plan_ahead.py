@@ -17,7 +17,7 @@ import pytest
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
 from steps.ofed.predict import predicted_device_names
-from wizard.predict import ipv4_mapped_gid, rename_everywhere
+from wizard.engine.predict import ipv4_mapped_gid, rename_everywhere
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "assets" / "answers.example.yaml"
@@ -131,7 +131,7 @@ def test_an_ipv4_gid_is_the_ipv4_mapped_address_as_sysfs_prints_it() -> None:
 def test_rail_addresses_predict_the_next_free_roce_v2_gid_and_every_stage_sees_them() -> None:
     from tests.steps.facts_builder import view
     from tests.steps.test_network import RAILS, STEP, two_hosts
-    from wizard.predict import predicted_facts
+    from wizard.engine.predict import predicted_facts
 
     ans, facts = two_hosts(RAILS)
     v = view(ans, facts)

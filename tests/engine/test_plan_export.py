@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from wizard.plan_export import print_plans, write_plan_dir
-from wizard.runner import StageOutcome
-from wizard.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
+from wizard.engine.plan_export import print_plans, write_plan_dir
+from wizard.engine.runner import StageOutcome
+from wizard.engine.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 
 TOKEN = "s3cr3t-token-value"
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from wizard.engine.prefetch import Prefetched, ProbeLog, fetch
 from wizard.executors.base import CommandResult, render_command
-from wizard.prefetch import Prefetched, ProbeLog, fetch
 
 
 class CountingHost:
@@ -82,7 +82,7 @@ def test_a_damaged_probe_log_is_ignored_not_fatal(tmp_path: Path) -> None:
 
 
 async def test_a_dry_run_finds_the_commands_that_depend_on_the_first_batch_so_a_fresh_read_is_two_batches() -> None:
-    from wizard.prefetch import fetch_dependents
+    from wizard.engine.prefetch import fetch_dependents
 
     host = CountingHost()
     fetched = await fetch(host, [("uname -r", False)])  # type: ignore[arg-type]  # what a stage can declare
@@ -117,8 +117,8 @@ class TwoStepStage:
 
 
 async def test_a_dry_run_answered_entirely_from_the_batches_is_the_read_itself(tmp_path: Path) -> None:
-    from wizard.prefetch import read_stage
-    from wizard.step import ProbeContext
+    from wizard.engine.prefetch import read_stage
+    from wizard.engine.step import ProbeContext
 
     host, stage = CountingHost(), TwoStepStage()
     facts: dict[str, Any] = {"discovery": {"old": True}}

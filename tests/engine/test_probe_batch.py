@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from tests.engine.test_ssh_executor import executor, lab, start_lab  # noqa: F401 - the lab fixture
-from wizard.answers import parse_answers
-from wizard.events import Event, EventBus
+from wizard.answers.model import parse_answers
+from wizard.engine.events import Event, EventBus
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner
+from wizard.engine.state import StateStore
 from wizard.executors import ConnectionLost, SudoRefused
 from wizard.executors.batch import new_token, script, split
 from wizard.lab import Lab
-from wizard.logs import HostLogs, Redactor
-from wizard.runner import Runner
-from wizard.state import StateStore
 
 PROBES: list[Any] = [
     ["uname", "-r"],

@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wizard.rollback import original_path, rollback_change
-from wizard.state import StateStore
+from wizard.engine.rollback import original_path, rollback_change
+from wizard.engine.state import StateStore
 
 ENV = {**os.environ, "ROCE_WIZARD_LAB_TIME_SCALE": "0.02"}
 

@@ -5,13 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from wizard.answers import parse_answers
-from wizard.events import EventBus
+from wizard.answers.model import parse_answers
+from wizard.engine.events import EventBus
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner, RunOptions
+from wizard.engine.state import StateStore
+from wizard.engine.step import (
+    Change,
+    CheckItem,
+    ClusterView,
+    FileWrite,
+    HostPlan,
+    Impact,
+    ProbeContext,
+    RemoteCommand,
+    Step,
+)
 from wizard.executors.base import CommandResult, HostUnreachable
-from wizard.logs import HostLogs, Redactor
-from wizard.runner import Runner, RunOptions
-from wizard.state import StateStore
-from wizard.step import Change, CheckItem, ClusterView, FileWrite, HostPlan, Impact, ProbeContext, RemoteCommand, Step
 
 ANSWERS = parse_answers(
     "version: 1\nhosts:\n" + "".join(f"  - name: h{i}\n    address: 10.0.0.{i}\n" for i in range(1, 4))

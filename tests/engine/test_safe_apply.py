@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard.apply import ArmedRevert, revert_script
-from wizard.step import Change, FileWrite, Impact, RemoteCommand
+from wizard.engine.apply import ArmedRevert, revert_script
+from wizard.engine.step import Change, FileWrite, Impact, RemoteCommand
 
 ENV = {**os.environ, "ROCE_WIZARD_LAB_TIME_SCALE": "0.02"}
 
@@ -91,7 +91,7 @@ async def test_a_change_slower_than_the_revert_timer_is_reported_rolled_back_not
     # The host's timer fires while the change still runs: the revert claims the change first (mkdir is atomic),
     # so the wizard must not "confirm" a change the host has already undone.
     from tests.engine.test_ssh_executor import executor, start_lab
-    from wizard.apply import Guard, StepFailed, apply_change
+    from wizard.engine.apply import Guard, StepFailed, apply_change
 
     lab = await start_lab()
     ex = executor(lab)

@@ -11,13 +11,13 @@ import asyncssh
 import pytest
 import yaml
 
-from wizard.answers import parse_answers
+from wizard.answers.model import parse_answers
+from wizard.engine.session import close_jumps, production_targets
 from wizard.errors import AnswersError, WizardError
 from wizard.executors import AuthenticationFailed, ConnectionLost, HostKeyRejected, HostUnreachable
 from wizard.executors.jump import HOSTS_PER_CONNECTION, Jumps, JumpSettings
 from wizard.executors.ssh import SshExecutor
 from wizard.lab import Lab, parse_fault
-from wizard.session import close_jumps, production_targets
 
 
 class Bastion:

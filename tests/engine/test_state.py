@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from wizard.engine.state import RunRecord, StateStore, atomic_write
 from wizard.errors import StateError
-from wizard.state import RunRecord, StateStore, atomic_write
 
 
 def test_host_records_round_trip_with_private_permissions(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_run_record_round_trips(tmp_path: Path) -> None:
 
 _WRITER = """
 import sys
-from wizard.state import atomic_write
+from wizard.engine.state import atomic_write
 from pathlib import Path
 path = Path(sys.argv[1])
 n = 0

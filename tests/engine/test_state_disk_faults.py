@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from wizard import state as state_module
-from wizard.cli import main
+from wizard.cli.main import main
+from wizard.engine import state as state_module
+from wizard.engine.events import EventBus
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.state import StateStore, atomic_write
 from wizard.errors import StateError
-from wizard.events import EventBus
-from wizard.logs import HostLogs, Redactor
-from wizard.state import StateStore, atomic_write
 
 ROOT = os.geteuid() == 0
 INSTALL = "Install DOCA-OFED"  # the ofed stage's fourth change; the three before it are then on record

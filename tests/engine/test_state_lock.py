@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.errors import EXIT_USAGE, StateError
-from wizard.state_lock import (
+from wizard.engine.state_lock import (
     LOCK_NAME,
     Holder,
     StateLock,
@@ -25,6 +24,7 @@ from wizard.state_lock import (
     recorded_holder,
     unlock_state_dir,
 )
+from wizard.errors import EXIT_USAGE, StateError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[2]
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from wizard.state_lock import lock_state_dir
+    from wizard.engine.state_lock import lock_state_dir
     lock_state_dir(sys.argv[1], argv=["--answers", "site.yaml", "--yes"])
     print("locked", flush=True)
     time.sleep(120)
@@ -43,7 +43,7 @@ CONTENDER = textwrap.dedent(
     """
     import sys
     from wizard.errors import EXIT_USAGE, StateError
-    from wizard.state_lock import lock_state_dir
+    from wizard.engine.state_lock import lock_state_dir
     try:
         lock = lock_state_dir(sys.argv[1])
     except StateError as exc:
@@ -216,7 +216,7 @@ def test_a_lock_file_removed_between_open_and_flock_is_not_trusted(
         calls.append(operation)
         real_flock(fd, operation)
 
-    monkeypatch.setattr("wizard.state_lock.fcntl.flock", flock_after_a_reset)
+    monkeypatch.setattr("wizard.engine.state_lock.fcntl.flock", flock_after_a_reset)
     with StateLock(tmp_path) as lock:
         assert len(calls) == 2  # locked the orphaned file, saw it was gone, locked the new one
         assert lock.held

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard import state as state_module
-from wizard.cli import main
+from wizard.cli.main import main
+from wizard.engine import state as state_module
 
 
 def count_writes(monkeypatch: pytest.MonkeyPatch) -> Counter[str]:
@@ -44,7 +44,7 @@ def test_discovery_saves_each_host_a_few_times_not_twice_per_probe(
 def test_a_change_still_records_the_command_in_flight_before_it_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from wizard.runner import Runner
+    from wizard.engine.runner import Runner
 
     seen: list[str | None] = []
     real_started = Runner.command_started

@@ -16,9 +16,9 @@ import pytest
 
 from tests.steps.facts_builder import answers as make_answers
 from tests.steps.facts_builder import reference_host
-from wizard.answers import Answers
+from wizard.answers.model import Answers
+from wizard.engine.step import ClusterView
 from wizard.parsers.lldp import LldpNeighbor
-from wizard.step import ClusterView
 from wizard.switchcfg import VENDORS, SwitchQos, port_map, render, unconfigured, write
 from wizard.switchcfg import sonic as sonic_mod
 
@@ -357,8 +357,8 @@ def _answers_file(tmp_path: Path) -> Path:
 
 
 def test_switch_config_command_from_saved_facts_writes_the_vendor_folder(tmp_path: Path) -> None:
-    from wizard.cli import main
-    from wizard.state import StateStore
+    from wizard.cli.main import main
+    from wizard.engine.state import StateStore
 
     state = tmp_path / "state"
     store = StateStore(state)
@@ -378,7 +378,7 @@ def test_switch_config_command_from_saved_facts_writes_the_vendor_folder(tmp_pat
 
 
 def test_switch_config_without_answers_or_demo_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    from wizard.cli import main
+    from wizard.cli.main import main
 
     assert main(["switch-config", "--vendor", "nvue"]) == 2
     assert "needs --answers FILE" in capsys.readouterr().err
@@ -387,7 +387,7 @@ def test_switch_config_without_answers_or_demo_is_a_usage_error(capsys: pytest.C
 @pytest.mark.slow
 def test_rails16_demo_writes_nvue_for_eight_leaves(tmp_path: Path) -> None:
     """The 16-host simulated fabric end to end (about 16 s alone: discovery probes 16 hosts over SSH)."""
-    from wizard.cli import main
+    from wizard.cli.main import main
 
     out = tmp_path / "sc"
     argv = ["switch-config", "--demo", "--profile", "rails-16", "--vendor", "nvue", "--out", str(out)]

@@ -15,7 +15,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.fuzz._corpus import FUZZ
-from wizard.answers import Answers, parse_answers
+from wizard.answers.model import Answers, parse_answers
 from wizard.errors import AnswersError
 from wizard.paths import example_answers
 
@@ -162,7 +162,7 @@ def test_a_self_referencing_yaml_alias_is_refused_naming_its_line(text: str) -> 
 def test_plan_with_a_damaged_example_exits_2_with_one_line_messages(
     sample: tuple[str, tuple[Any, ...], str], tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture
 ) -> None:
-    from wizard.cli import main
+    from wizard.cli.main import main
 
     text = sample[0]
     # Only files the loader refuses: a valid one would make `plan` connect to the example's hosts.

@@ -14,16 +14,16 @@ import pytest
 from steps.discovery.facts import DiscoveryFacts
 from steps.discovery.stage import Discovery
 from tests.lab.conftest import make_lab, ssh
-from wizard.answers import load_answers
-from wizard.events import EventBus
+from wizard.answers.model import load_answers
+from wizard.engine.events import EventBus
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner, RunOptions
+from wizard.engine.state import StateStore
 from wizard.executors import ssh as ssh_executor
 from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.lab import Lab
-from wizard.logs import HostLogs, Redactor
 from wizard.parsers import parse
 from wizard.paths import example_answers
-from wizard.runner import Runner, RunOptions
-from wizard.state import StateStore
 
 PORT = "ens1f0np0"
 ETHTOOL = ["ethtool", PORT]

@@ -244,7 +244,8 @@ class NsLab:
             f"workdir={workdir / 'etc-work'} /etc && "
             "mount -t tmpfs -o size=16m,mode=755 rw-home /home && "
             "mount -t tmpfs -o size=16m,mode=700 rw-root /root && "
-            # Its own /run/lock, as every real host has: the wizard's host lock (wizard/host_lock.py) lives there.
+            # Its own /run/lock, as every real host has: the wizard's host lock (wizard/engine/host_lock.py)
+            # lives there.
             "mkdir -p /run/lock && mount -t tmpfs -o size=1m,mode=1777 rw-runlock /run/lock && "
             f"mount --bind {workdir / 'bin'} /usr/local/bin && "
             f"useradd -M -d /home/{USER} -s /bin/bash -p '*' {USER} && "

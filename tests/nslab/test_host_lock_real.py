@@ -13,13 +13,13 @@ import pytest
 from tests.engine.test_host_lock import Mark, Reads
 from tests.nslab.conftest import NsCluster
 from tests.nslab.lab import USER
-from wizard.answers import parse_answers
-from wizard.events import EventBus
+from wizard.answers.model import parse_answers
+from wizard.engine.events import EventBus
+from wizard.engine.host_lock import HostBusy, HostHolder, HostLock
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner, RunOptions
+from wizard.engine.state import StateStore
 from wizard.executors.ssh import SshExecutor, SshTarget
-from wizard.host_lock import HostBusy, HostHolder, HostLock
-from wizard.logs import HostLogs, Redactor
-from wizard.runner import Runner, RunOptions
-from wizard.state import StateStore
 
 pytestmark = pytest.mark.nslab
 

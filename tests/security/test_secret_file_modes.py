@@ -5,7 +5,7 @@ from __future__ import annotations
 from steps.inference.stage import Inference
 from steps.inference.units import KEY_ENV, TOKEN_PATH
 from tests.steps.test_inference import cluster, configured
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 STEP = Inference()
 

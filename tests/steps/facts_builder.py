@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts, Gid, NicPort
-from wizard.answers import Answers, parse_answers
-from wizard.step import ClusterView
+from wizard.answers.model import Answers, parse_answers
+from wizard.engine.step import ClusterView
 
 # (pci, netdev, inbox RDMA name, OFED RDMA name) of the reference server's four ports, in PCI order.
 REFERENCE_PORTS = (

@@ -4,7 +4,7 @@ reboot; the no_peermem fault fails server1 with the module and the fix while ser
 from __future__ import annotations
 
 from tests.steps.test_roce_demo import EXAMPLE, lab_runner, reboot, rerun, run, stage_status
-from wizard.answers import load_answers, parse_answers
+from wizard.answers.model import load_answers, parse_answers
 
 
 async def test_peermem_is_loaded_and_persisted_and_no_peermem_fails_only_server1(tmp_path):

@@ -12,9 +12,9 @@ from steps.discovery.stage import Discovery
 from steps.gpudirect.stage import GpuDirect
 from steps.ofed.stage import Ofed
 from tests.steps.test_roce_demo import EXAMPLE, Lab, prepare, rerun, run, stage_status
-from wizard.answers import Answers, load_answers
-from wizard.events import EventBus
-from wizard.session import open_session, production_targets
+from wizard.answers.model import Answers, load_answers
+from wizard.engine.events import EventBus
+from wizard.engine.session import open_session, production_targets
 
 
 @asynccontextmanager

@@ -13,7 +13,7 @@ from steps.inference.plan import desired_files
 from steps.inference.stage import Inference
 from steps.inference.units import ENGINE_UNIT, ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
 from tests.steps.facts_builder import REFERENCE_PORTS, answers, port, reference_host, view
-from wizard.step import ClusterView, HostPlan, Impact
+from wizard.engine.step import ClusterView, HostPlan, Impact
 
 STEP = Inference()
 RAILS = ("192.168.11", "192.168.12", "192.168.13", "192.168.14")

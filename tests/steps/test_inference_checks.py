@@ -10,9 +10,9 @@ from steps.inference.bench import SIMULATED_FINGERPRINT, completion_argv, parse_
 from steps.inference.stage import Inference, parse_pip_list
 from steps.inference.units import ENGINE_UNIT, RAY_UNIT, TOKEN_PATH
 from tests.steps.test_inference import cluster, configured
-from wizard.answers import HostEntry
+from wizard.answers.model import HostEntry
+from wizard.engine.step import CheckItem, ClusterView, ProbeContext
 from wizard.executors.base import CommandResult
-from wizard.step import CheckItem, ClusterView, ProbeContext
 
 STEP = Inference()
 HEALTHY = {"healthy": True, "attempts": 3, "waited_s": 12.5}

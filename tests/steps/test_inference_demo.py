@@ -10,11 +10,11 @@ import pytest
 
 from steps.discovery.stage import Discovery
 from steps.inference.stage import Inference
-from wizard.answers import Answers, load_answers
-from wizard.events import EventBus
-from wizard.runner import RunOptions
-from wizard.session import open_session, production_targets
-from wizard.state import StageRecord
+from wizard.answers.model import Answers, load_answers
+from wizard.engine.events import EventBus
+from wizard.engine.runner import RunOptions
+from wizard.engine.session import open_session, production_targets
+from wizard.engine.state import StageRecord
 
 try:
     from wizard.lab import Lab, parse_fault

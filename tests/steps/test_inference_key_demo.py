@@ -9,7 +9,7 @@ import pytest
 
 from steps.inference.units import KEY_ENV
 from tests.steps.test_inference_demo import EXAMPLE, check, cluster, run
-from wizard.answers import Answers, load_answers
+from wizard.answers.model import Answers, load_answers
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from steps.inference.choice import gpu_topology
 from steps.inference.units import KEY_ENV, KEY_HEADER, QOS_UNIT, RAY_UNIT
 from tests.steps.facts_builder import answers, view
 from tests.steps.test_inference import ENGINE_PATH, RAY_PATH, disc, exec_start, fresh, plan, written
-from wizard.step import ClusterView
+from wizard.engine.step import ClusterView
 
 TOPO = Path(__file__).resolve().parents[1] / "fixtures" / "real-outputs" / "nvidia_smi_topo"
 

@@ -10,7 +10,7 @@ import pytest
 
 from steps.inference.units import ENGINE_UNIT, QOS_UNIT
 from tests.steps.test_inference_demo import EXAMPLE, RAILS, cluster, run
-from wizard.answers import Answers, load_answers
+from wizard.answers.model import Answers, load_answers
 from wizard.lab import SimHost
 
 

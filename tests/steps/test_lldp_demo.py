@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from wizard.cli import main
+from wizard.cli.main import main
 
 FAULTS = {
     "gpu-003": "flap=enp64s0np0",  # rail 1 -> leaf-r1 swp3
@@ -69,12 +69,12 @@ async def test_a_leaf_port_with_mtu_1500_fails_the_jumbo_path_naming_that_switch
     import yaml
 
     from steps import all_steps
-    from wizard.answers import parse_answers
-    from wizard.events import EventBus
+    from wizard.answers.model import parse_answers
+    from wizard.engine.events import EventBus
+    from wizard.engine.runner import RunOptions
+    from wizard.engine.session import demo_answers, open_session, production_targets
+    from wizard.engine.state import StateStore
     from wizard.lab import Lab, parse_fault
-    from wizard.runner import RunOptions
-    from wizard.session import demo_answers, open_session, production_targets
-    from wizard.state import StateStore
 
     doc = yaml.safe_load(demo_answers("rails-16").read_text())
     doc["hosts"] = doc["hosts"][:4]

@@ -13,7 +13,7 @@ from steps.nccl.probe import rdma_ports
 from steps.nccl.stage import Nccl, desired
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import REFERENCE_PORTS, answers, port, reference_host, view
-from wizard.step import ClusterView
+from wizard.engine.step import ClusterView
 
 STEP = Nccl()
 RAILS = ("192.168.11", "192.168.12", "192.168.13", "192.168.14")

@@ -15,10 +15,10 @@ import pytest
 
 from steps.discovery.stage import Discovery
 from steps.nccl.stage import Nccl
-from wizard.answers import Answers, load_answers
-from wizard.events import EventBus
-from wizard.runner import RunOptions
-from wizard.session import open_session, production_targets
+from wizard.answers.model import Answers, load_answers
+from wizard.engine.events import EventBus
+from wizard.engine.runner import RunOptions
+from wizard.engine.session import open_session, production_targets
 
 lab_module = pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")
 Lab, parse_fault = lab_module.Lab, lab_module.parse_fault

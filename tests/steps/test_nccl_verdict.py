@@ -21,8 +21,8 @@ from steps.nccl.verdict import Expect, run_checks
 from tests.fixture_files import real_output
 from tests.steps.facts_builder import answers
 from tests.steps.test_nccl import _pair, cluster, configured
+from wizard.engine.step import CheckItem
 from wizard.executors.base import CommandResult
-from wizard.step import CheckItem
 
 HCAS = ["mlx5_0:1", "mlx5_1:1", "mlx5_2:1", "mlx5_3:1"]
 ROCE_LOG = real_output("nccl_debug", "nccl-tests-issue185-dgxh100-roce-1.txt")

@@ -14,8 +14,8 @@ from steps.network.render import netplan_yaml, sysctl_conf
 from steps.network.stage import Network
 from tests.steps.facts_builder import answers, port, reference_host, view
 from tests.steps.test_network_facts import live
+from wizard.engine.step import Impact
 from wizard.errors import AnswersError
-from wizard.step import Impact
 
 STEP = Network()
 RAILS = """network:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.steps.test_network_demo import outcome, run
-from wizard.answers import load_answers
+from wizard.answers.model import load_answers
 from wizard.paths import example_answers
 
 lab_module = pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")

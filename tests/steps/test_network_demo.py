@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from wizard.answers import Answers, load_answers, parse_answers
-from wizard.events import EventBus
+from wizard.answers.model import Answers, load_answers, parse_answers
+from wizard.engine.events import EventBus
+from wizard.engine.runner import RunOptions
+from wizard.engine.session import open_session, production_targets
 from wizard.paths import example_answers
-from wizard.runner import RunOptions
-from wizard.session import open_session, production_targets
 
 lab_module = pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")
 from steps import all_steps  # noqa: E402

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.steps.test_network_demo import lab_session, outcome, run
-from wizard.answers import load_answers
+from wizard.answers.model import load_answers
 from wizard.paths import example_answers
 
 pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")

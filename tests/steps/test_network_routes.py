@@ -15,7 +15,7 @@ import pytest
 from steps.network.design import Design, Endpoint
 from steps.network.routes import ARGV, batch_text, route_check, wanted
 from tests.lab.test_policy_routing_sim import fabric
-from wizard.answers import parse_answers
+from wizard.answers.model import parse_answers
 from wizard.parsers import TOOLS, ParseError, parse
 from wizard.parsers.iproute import parse_ip_route_get
 
@@ -145,10 +145,10 @@ async def test_the_network_stage_verifies_every_rail_route_on_the_switched_demo_
 
     from steps import all_steps
     from steps.network.stage import Network
-    from wizard.events import EventBus
+    from wizard.engine.events import EventBus
+    from wizard.engine.runner import RunOptions
+    from wizard.engine.session import demo_answers, open_session, production_targets
     from wizard.lab import Lab
-    from wizard.runner import RunOptions
-    from wizard.session import demo_answers, open_session, production_targets
 
     doc = yaml.safe_load(demo_answers("rails-16").read_text())
     doc["hosts"] = doc["hosts"][:3]

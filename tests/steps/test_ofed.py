@@ -11,8 +11,8 @@ from steps.ofed.facts import LocalRepo, OfedFacts
 from steps.ofed.repo import DOCA_KEYRING, DOCA_LIST, LOCAL_KEYRING, LOCAL_LIST
 from steps.ofed.stage import Ofed
 from tests.steps import facts_builder as fb
+from wizard.engine.step import HostPlan, Impact
 from wizard.errors import AnswersError
-from wizard.step import HostPlan, Impact
 
 INBOX_MODULES = ["ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "rdma_cm"]
 DOCA_PKG = "2.9.1-018000-24.10-ubuntu2204"

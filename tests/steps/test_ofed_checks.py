@@ -9,7 +9,7 @@ from steps.ofed.facts import keep_packages, parse_is_active, parse_local_repo, p
 from steps.ofed.stage import Ofed
 from tests.steps import facts_builder as fb
 from tests.steps.test_ofed import doca_installed, fresh, plan_for
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 
 def checks_for(ofed: Any, yaml: str = "", host: str = "server1", **disc: Any) -> dict[str, CheckItem]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from tests.steps.test_ofed_demo import cluster, run
-from wizard.answers import Answers, load_answers
+from wizard.answers.model import Answers, load_answers
 
 try:
     from wizard.lab.profile import reference_profile

@@ -10,8 +10,8 @@ from steps.ofed.facts import OfedFacts
 from steps.ofed.stage import Ofed
 from tests.fixture_files import real_output
 from tests.steps import facts_builder as fb
+from wizard.engine.step import ProbeContext
 from wizard.executors.base import CommandResult
-from wizard.step import ProbeContext
 
 DPKG = (
     "rdma-core\t2410mlnx54-1.2410068\tii \n"

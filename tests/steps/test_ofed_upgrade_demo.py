@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.steps.test_ofed_demo import cluster, run
-from wizard.answers import Answers, load_answers
+from wizard.answers.model import Answers, load_answers
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
 DOCA_291 = (

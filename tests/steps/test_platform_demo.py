@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 
 from tests.steps.test_roce_demo import EXAMPLE, lab_runner, run
-from wizard.answers import load_answers
+from wizard.answers.model import load_answers
 
 pytest.importorskip("wizard.lab", reason="the simulated lab (wizard.lab) is not importable")
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 from steps.discovery.stage import GIDS, GPU_LIST, Discovery
 from tests.record_probes import EXAMPLE, TABLES, NoHost, first_read, table_executor, table_rows
-from wizard.answers import load_answers
+from wizard.answers.model import load_answers
+from wizard.engine.prefetch import Prefetched, explain_misses
+from wizard.engine.step import ProbeContext
 from wizard.executors.base import CommandResult, render_command
-from wizard.prefetch import Prefetched, explain_misses
-from wizard.step import ProbeContext
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-outputs"
 NETDEVS = ["ens1f0np0", "ens1f1np1", "ens2f0np0", "ens2f1np1"]

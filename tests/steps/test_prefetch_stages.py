@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from tests.record_probes import first_read, lab_hosts, step
-from wizard.prefetch import explain_misses
-from wizard.step import ProbeContext
+from wizard.engine.prefetch import explain_misses
+from wizard.engine.step import ProbeContext
 
 SYSCTL = "sysctl -e " + " ".join(
     f"net.ipv4.conf.{i}.{k}"

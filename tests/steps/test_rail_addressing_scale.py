@@ -9,7 +9,7 @@ import pytest
 from steps.network.design import design
 from tests.steps.facts_builder import reference_host
 from tests.steps.test_network_facts import live
-from wizard.answers import Answers, parse_answers
+from wizard.answers.model import Answers, parse_answers
 from wizard.errors import AnswersError
 
 

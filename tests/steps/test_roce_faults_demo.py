@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.steps.test_roce_demo import EXAMPLE, lab_runner, rerun, run, stage_status
-from wizard.answers import load_answers, parse_answers
+from wizard.answers.model import load_answers, parse_answers
 
 
 async def test_pfc_off_fails_only_server2_naming_its_ports_then_stop_lldpad_repairs_it(tmp_path):

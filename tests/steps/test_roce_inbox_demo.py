@@ -4,7 +4,7 @@ and the DSCP map, configfs for RDMA-CM, no ECN tree; the boot script brings it a
 from __future__ import annotations
 
 from tests.steps.test_roce_demo import EXAMPLE, lab_runner, reboot, rerun, run, stage_status
-from wizard.answers import parse_answers
+from wizard.answers.model import parse_answers
 
 
 async def test_inbox_hosts_get_dcb_pfc_dscp_app_and_configfs_tos_kept_across_a_reboot(tmp_path):

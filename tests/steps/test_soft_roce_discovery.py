@@ -9,7 +9,7 @@ from __future__ import annotations
 from steps.discovery import facts as df
 from steps.discovery.stage import describe_host, discovery_checks
 from tests.fixture_files import real_output
-from wizard.answer_sections import DiscoverySection
+from wizard.answers.sections import DiscoverySection
 from wizard.parsers import parse
 from wizard.validate.hostfacts import HostFacts
 

@@ -11,9 +11,9 @@ from screens.app import WizardApp
 from screens.engine_link import EngineLink
 from steps.discovery.facts import DiscoveryFacts
 from tests.steps.facts_builder import reference_host
+from wizard.engine.state import StateStore
+from wizard.engine.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 from wizard.parsers.lldp import LldpNeighbor
-from wizard.state import StateStore
-from wizard.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 
 HOSTS_PER_LEAF = 32
 DISCOVERY_CHECKS = (

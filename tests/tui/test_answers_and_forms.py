@@ -7,9 +7,9 @@ from pathlib import Path
 from screens.dialogs import AskPath
 from screens.form import SectionForm, field_errors
 from tests.tui.conftest import settle
-from wizard.answer_sections import NetworkSection, RoceSection
-from wizard.answers import AnswersError, load_answers, parse_answers
-from wizard.answers_io import dump_answers
+from wizard.answers.model import AnswersError, load_answers, parse_answers
+from wizard.answers.sections import NetworkSection, RoceSection
+from wizard.answers.write import dump_answers
 from wizard.paths import example_answers
 
 

@@ -12,7 +12,7 @@ from screens.log_buffer import LogBuffers
 from screens.palette import find_hosts
 from screens.progress import Progress
 from tests.tui.fleet_fakes import network_plan
-from wizard.events import Event
+from wizard.engine.events import Event
 
 ROOT = Path(__file__).resolve().parents[2]
 

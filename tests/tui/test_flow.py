@@ -10,7 +10,7 @@ from screens.dialogs import ConfirmPlan, Question
 from screens.main import MainScreen
 from screens.start import StartScreen
 from tests.tui.conftest import SIZES, apply_stage, quit_mid_work, settle
-from wizard.state import StateStore
+from wizard.engine.state import StateStore
 
 
 async def test_start_screen_opens_on_a_new_bring_up_and_labels_the_simulated_cluster(make_app) -> None:
@@ -162,7 +162,7 @@ async def test_a_hanging_host_never_freezes_the_screen_and_quitting_stops_the_wo
     import asyncio
     import time
 
-    from wizard import conn_test
+    from wizard.engine import conn_test
 
     real = conn_test.check_host
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from screens.dialogs import ConfirmRollback
 from tests.tui.conftest import apply_stage, settle
-from wizard.state import StateStore
+from wizard.engine.state import StateStore
 
 
 async def test_a_change_that_cuts_ssh_is_shown_rolled_back_and_the_other_host_can_be_rolled_back(make_app) -> None:

@@ -9,7 +9,7 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmPlan
 from screens.engine_link import EngineLink
 from tests.tui.conftest import settle, snapshot_state_dir, without_toasts
-from wizard.state import RunRecord, StateStore
+from wizard.engine.state import RunRecord, StateStore
 
 
 def _app(name: str, faults: list[str] | None = None) -> WizardApp:

@@ -7,8 +7,8 @@ import sys
 
 from screens.log_buffer import LogBuffers
 from screens.progress import Progress
-from wizard.events import Event
-from wizard.interactive import StageProgress, resume_point
+from wizard.engine.events import Event
+from wizard.engine.interactive import StageProgress, resume_point
 
 
 def test_log_buffers_keep_only_the_last_lines_per_host_and_drain_once() -> None:
@@ -65,7 +65,7 @@ def test_resume_point_is_the_first_stage_not_done_everywhere() -> None:
 
 def test_the_wizard_helpers_in_the_engine_do_not_import_textual() -> None:
     code = (
-        "import sys, wizard.answers_io, wizard.interactive, wizard.conn_test\n"
+        "import sys, wizard.answers.write, wizard.engine.interactive, wizard.engine.conn_test\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'screens'))))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

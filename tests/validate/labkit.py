@@ -8,11 +8,11 @@ from contextlib import asynccontextmanager
 import pytest
 
 from tests.lab.test_perftest_sim import ready_host
-from wizard.answers import Answers, load_answers, parse_answers
+from wizard.answers.model import Answers, load_answers, parse_answers
+from wizard.engine.session import production_targets
 from wizard.executors.ssh import SshExecutor
 from wizard.lab import Lab, parse_fault
 from wizard.paths import example_answers
-from wizard.session import production_targets
 from wizard.validate import perftest
 from wizard.validate.model import Report
 from wizard.validate.run import Options, Validation

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from wizard.cli import SUBCOMMANDS, main
+from wizard.cli.main import SUBCOMMANDS, main
 from wizard.errors import EXIT_USAGE
 
 
@@ -37,7 +37,7 @@ def test_bwtest_prints_json_writes_the_html_report_saves_results_and_fails_on_a_
     from contextlib import asynccontextmanager
 
     from tests.validate.test_pure import sample_report
-    from wizard.validate import cli
+    from wizard.cli import bwtest as cli
     from wizard.validate.run import Validation
 
     @asynccontextmanager
@@ -62,7 +62,7 @@ def test_bwtest_prints_json_writes_the_html_report_saves_results_and_fails_on_a_
 
 def test_the_human_summary_names_each_rail_the_aggregate_latency_lint_and_causes(capsys):
     from tests.validate.test_pure import sample_report
-    from wizard.validate.cli import print_summary
+    from wizard.cli.bwtest import print_summary
 
     print_summary(sample_report())
     out = capsys.readouterr().out

@@ -14,13 +14,13 @@ import pytest
 import yaml
 
 from tests.validate.labkit import lab_executors, quick_start  # noqa: F401 - the fixture applies to this module
-from wizard.answers import Answers, load_answers, parse_answers
+from wizard.answers.model import Answers, load_answers, parse_answers
+from wizard.cli import bwtest as cli
+from wizard.engine.session import demo_answers, production_targets
 from wizard.errors import UsageError
 from wizard.executors.ssh import SshExecutor
 from wizard.lab import Lab, packages
 from wizard.paths import example_answers
-from wizard.session import demo_answers, production_targets
-from wizard.validate import cli
 from wizard.validate.cross_rail import NO_SPINE, CrossRailPlan, judge, plan, skip_reason
 from wizard.validate.model import RailEnd, RailResult, Report
 from wizard.validate.run import Options, Validation

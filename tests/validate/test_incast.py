@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
-from wizard.cli import main
+from wizard.cli.main import main
 from wizard.errors import UsageError
 from wizard.parsers.lldp import LldpNeighbor
 from wizard.validate import perftest
@@ -137,7 +137,7 @@ def test_an_oversubscribed_round_without_pauses_does_not_prove_pfc() -> None:
 
 
 def test_a_failing_round_fails_the_verdict_once_per_cause_and_explains_its_ports_counters() -> None:
-    from wizard.answers import load_answers
+    from wizard.answers.model import load_answers
     from wizard.validate.model import CounterDelta
 
     answers = load_answers(ASSETS / "answers.rails-16.yaml")

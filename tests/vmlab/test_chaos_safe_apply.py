@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from wizard.apply import REVERT_DIR
-from wizard.apply_resume import record_intent, record_written, settle_reverts
+from wizard.engine.apply import REVERT_DIR
+from wizard.engine.apply_resume import record_intent, record_written, settle_reverts
+from wizard.engine.state import StageRecord
+from wizard.engine.step import Change, FileWrite, Impact, RemoteCommand
 from wizard.executors.base import CommandResult
-from wizard.state import StageRecord
-from wizard.step import Change, FileWrite, Impact, RemoteCommand
 
 ROOT = Path(__file__).resolve().parents[2]
 NETPLAN = "/etc/netplan/60-roce-wizard.yaml"

@@ -12,7 +12,7 @@ from typing import Any
 
 import asyncssh
 
-from wizard.answer_sections import JumpHost, split_jump
+from wizard.answers.sections import JumpHost, split_jump
 from wizard.errors import WizardError
 from wizard.executors.base import AuthenticationFailed, ExecutorError, HostKeyRejected, HostUnreachable
 

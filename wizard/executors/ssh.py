@@ -63,7 +63,7 @@ class SshTarget:
     sudo_password: str | None = field(default=None, repr=False)
     jump: Jump | None = None
     """The bastion this host is reached through (shared with other hosts); None: directly, ignoring any ProxyJump
-    of ~/.ssh/config (the answers' builder, wizard/session.py, has already resolved it into ``jump``)."""
+    of ~/.ssh/config (the answers' builder, wizard/engine/session.py, has already resolved it into ``jump``)."""
 
 
 class CommandListener(Protocol):
@@ -294,7 +294,7 @@ class SshExecutor:
         return result
 
     async def open_process(self, argv: Sequence[str], *, sudo: bool = False) -> asyncssh.SSHClientProcess[str]:
-        """Start a long-lived command on a channel of its own and leave its stdin open (wizard/host_lock.py holds
+        """Start a long-lived command on a channel of its own and leave its stdin open (wizard/engine/host_lock.py holds
         the host's lock so); the caller reads it and ends it. It is no step of a stage, so it is not logged as the
         command in flight."""
         remote, stdin = SBIN_ON_PATH + render_command(argv), None

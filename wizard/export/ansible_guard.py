@@ -1,12 +1,12 @@
-"""The commit-confirmed guard of wizard/apply.py as Ansible tasks: arm the revert, apply, reconnect, disarm."""
+"""The commit-confirmed guard of wizard/engine/apply.py as Ansible tasks: arm the revert, apply, reconnect, disarm."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from wizard.apply import REVERT_DIR, ArmedRevert, revert_script
-from wizard.step import Change
+from wizard.engine.apply import REVERT_DIR, ArmedRevert, revert_script
+from wizard.engine.step import Change
 
 _ID = "RWREVERTID"  # stands for the revert's random id in the revert script until Jinja fills it in at run time
 _BACKUP = "RWBACKUP{}"  # stands for the n-th file's backup path (only Ansible knows it, after the copy)

@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
-from wizard.answers import Answers
+from wizard.answers.model import Answers
+from wizard.engine.runner import StageOutcome
+from wizard.engine.step import ClusterView, HostPlan
 from wizard.export.ansible_guard import revert_template, revert_template_file
 from wizard.export.ansible_tasks import (
     Unsafe,
@@ -22,8 +24,6 @@ from wizard.export.ansible_tasks import (
     title,
 )
 from wizard.export.ansible_verify import host_vars, verify_tasks
-from wizard.runner import StageOutcome
-from wizard.step import ClusterView, HostPlan
 
 GROUP = "roce_wizard"
 REBOOT_TIMEOUT_S = 1800  # a DOCA driver rebuild plus a server's POST can take many minutes

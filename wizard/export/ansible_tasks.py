@@ -1,4 +1,5 @@
-"""One stage's HostPlan on one host as Ansible tasks: the same files, commands, guard and reboot as wizard/apply.py."""
+"""One stage's HostPlan on one host as Ansible tasks: the same files, commands, guard and reboot as
+wizard/engine/apply.py."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ import re
 import shlex
 from typing import Any
 
+from wizard.engine.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 from wizard.export.ansible_guard import dir_task, guarded_block, plain, short
-from wizard.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 
 MARKER_DIR = "/var/lib/roce-wizard/ansible"
 """Where a change made only of commands records that it ran (its `creates`), so a second run changes nothing."""

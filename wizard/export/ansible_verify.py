@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from wizard.engine.step import ClusterView
 from wizard.parsers.bonding import _BOND_MODES
-from wizard.step import ClusterView
 
 KERNEL_BOND_MODE = {name: text for text, name in _BOND_MODES.items()}
 """iproute2 bond mode -> the words /proc/net/bonding prints for it."""

@@ -10,7 +10,7 @@ from typing import Any
 from steps.discovery.facts import DiscoveryFacts
 from steps.network.design import Design, design
 from steps.network.facts import NetworkFacts
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 
 
 @dataclass

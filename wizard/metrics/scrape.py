@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 from wizard.metrics.collect import HostReading, Port, read_host
 
 LINT_INTERVAL_S = 300.0  # the lint re-reads discovery and QoS on every host: minutes apart, never per scrape

@@ -10,11 +10,11 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from wizard.cli import STAGE_IDS
+from wizard.cli.main import STAGE_IDS
+from wizard.engine.state import HostRecord, StateStore, now
 from wizard.errors import StateError
 from wizard.report.model import HostSection, RunReport, StageRow, StageTotal
 from wizard.report.redact import redact_tree, report_redactor
-from wizard.state import HostRecord, StateStore, now
 
 LOG_TAIL_LINES = 25
 _TAIL_BYTES = 256 * 1024  # logs grow to megabytes; the tail of a failed host is all the report shows

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 from wizard.validate.model import Report
 
 REPORT_KIND = "roce-wizard-run-report"

@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from wizard.answers import _SECRET_WORDS, SUDO_PASSWORD_ENV
-from wizard.logs import Redactor
+from wizard.answers.model import _SECRET_WORDS, SUDO_PASSWORD_ENV
+from wizard.engine.logs import Redactor
 
 MASK = "******"
 # "password=hunter2", "token: abc", "--api-key abc"; the key words are the answers file's own list of secret names

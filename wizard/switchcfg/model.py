@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from steps.roce.desired import Desired
-from wizard.answers import Answers
-from wizard.step import ClusterView
+from wizard.answers.model import Answers
+from wizard.engine.step import ClusterView
 
 # ECN marking thresholds on the lossless egress queue, in bytes. NVIDIA's RoCE profile on Spectrum switches marks
 # from 150 KB to 1.5 MB ("Port ECN absolute threshold ... traffic class 3", Cumulus Linux 5.15 user guide,

@@ -19,7 +19,7 @@ from wizard.validate import perftest as pt
 from wizard.validate.model import PASS_RATIO, CheckResult, RailEnd, RailResult
 
 if TYPE_CHECKING:
-    from wizard.answers import Answers
+    from wizard.answers.model import Answers
     from wizard.validate.run import Validation
 
 PEER_GONE = "Failed to exchange data between server and clients"  # perftest, when the other side gave up

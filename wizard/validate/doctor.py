@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from steps.discovery.links import recheck
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.validate.hostfacts import HostFacts, probe_all
 from wizard.validate.lint import lint

@@ -1,5 +1,5 @@
 """Fresh facts for validation: the discovery and roce stages' own read-only probes, run again on every host (in
-batches, as the stages run them: wizard/prefetch.py)."""
+batches, as the stages run them: wizard/engine/prefetch.py)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
 from steps.roce.facts import RoceFacts
-from wizard.answers import Answers
+from wizard.answers.model import Answers
+from wizard.engine.prefetch import read_stage
+from wizard.engine.step import ProbeContext
 from wizard.executors.base import Executor, ExecutorError
-from wizard.prefetch import read_stage
-from wizard.step import ProbeContext
 
 
 @dataclass

@@ -58,8 +58,8 @@ def check_plan(hosts: list[str], plan: IncastPlan) -> tuple[int, int]:
 
 def plan_from_args(args: argparse.Namespace) -> IncastPlan:
     """The plan of `bwtest --incast`, checked against the answers the run will load (before any host is touched)."""
-    from wizard.answers import load_answers
-    from wizard.profiles import check_profile, demo_answers
+    from wizard.answers.model import load_answers
+    from wizard.answers.profiles import check_profile, demo_answers
 
     plan = IncastPlan(args.fanin, args.incast_rounds)
     if args.answers is None and not args.demo:

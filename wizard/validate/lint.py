@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 from wizard.validate.hostfacts import HostFacts
 from wizard.validate.model import CheckResult
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from wizard.step import CheckItem
+from wizard.engine.step import CheckItem
 
 Status = Literal["pass", "fail", "warn", "skip"]
 PASS_RATIO = 0.9  # a rail passes at >= 90 % of its discovered line rate (roce-correctness.md items 22, 23)

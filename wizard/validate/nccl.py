@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from steps.nccl.causes import find_cause
 from steps.nccl.run import lines_by_host, mgmt_ipv4, mpirun_argv, summarize_log
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers import ParseError, parse
 from wizard.validate.hostfacts import HostFacts

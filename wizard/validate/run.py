@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers.perftest import PerftestBw, PerftestLat
 from wizard.validate import counters as ctr

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from wizard.state import atomic_write
+from wizard.engine.state import atomic_write
 from wizard.validate.model import Report
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wizard.answers import Answers
+from wizard.answers.model import Answers
 from wizard.validate.diagnose import explain
 from wizard.validate.hostfacts import HostFacts
 from wizard.validate.incast_verdict import explained_ports

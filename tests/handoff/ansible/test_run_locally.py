@@ -18,9 +18,9 @@ import pytest
 import yaml
 
 from tests.handoff.ansible.conftest import Exported
-from wizard.apply import ArmedRevert, revert_script
+from wizard.engine.apply import ArmedRevert, revert_script
+from wizard.engine.step import Change, FileWrite, Impact, RemoteCommand
 from wizard.export.ansible_guard import revert_template
-from wizard.step import Change, FileWrite, Impact, RemoteCommand
 
 PLAYBOOK = shutil.which("ansible-playbook")
 pytestmark = pytest.mark.skipif(PLAYBOOK is None, reason="ansible-core is not installed (pip install ansible-core)")

@@ -8,10 +8,10 @@ from pathlib import Path
 import yaml
 
 from tests.handoff.ansible.conftest import flatten
-from wizard.answers import Answers
+from wizard.answers.model import Answers
+from wizard.engine.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 from wizard.export.ansible_project import _write_host_files, dump, inventory
 from wizard.export.ansible_tasks import Unsafe, host_tasks
-from wizard.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
 
 GUARD = (120.0, 45.0)
 

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
-from wizard.answers import Answers, load_answers
+from wizard.answers.model import Answers, load_answers
 from wizard.paths import example_answers
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "fixtures" / "k8s-schemas"
@@ -61,7 +61,7 @@ def answers() -> Answers:
 
 @pytest.fixture(scope="session")
 def _demo_facts(answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    from wizard.export.k8s_command import _probe
+    from wizard.cli.export_k8s import _probe
 
     old = os.environ.get("ROCE_WIZARD_LAB_TIME_SCALE")
     os.environ["ROCE_WIZARD_LAB_TIME_SCALE"] = "0.001"

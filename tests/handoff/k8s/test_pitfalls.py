@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import ipaddress
 
-from wizard.answers import Answers
+from wizard.answers.model import Answers
+from wizard.cli.export_k8s import export
 from wizard.export.k8s_checks import NFD_LABEL, check, pool_plan
-from wizard.export.k8s_command import export
 from wizard.export.k8s_inputs import HostRail, Rail, gather
 from wizard.export.k8s_objects import ip_pool, nic_cluster_policy, nic_configuration_templates
 from wizard.export.k8s_write import build

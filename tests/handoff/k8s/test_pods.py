@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wizard.export.k8s_command import k8s_cmd, saved_facts
+from wizard.cli.export_k8s import k8s_cmd, saved_facts
 from wizard.export.k8s_inputs import gather
 from wizard.export.k8s_pods import nccl_pods, pair_hosts, perftest_pods, script
 from wizard.paths import assets_dir
@@ -121,7 +121,7 @@ def test_scripts_are_valid_shell_and_python():
 
 
 def test_command_exports_from_saved_facts_without_contacting_hosts(answers, facts, tmp_path):
-    from wizard.state import StateStore
+    from wizard.engine.state import StateStore
 
     store = StateStore(tmp_path / "state")
     for host, host_facts in facts.items():
@@ -152,7 +152,7 @@ def test_command_exports_from_saved_facts_without_contacting_hosts(answers, fact
 
 def test_help_is_cheap():
     code = (
-        "import sys; from wizard.export import k8s_command; print('pydantic' in sys.modules, 'asyncio' in sys.modules)"
+        "import sys; from wizard.cli import export_k8s; print('pydantic' in sys.modules, 'asyncio' in sys.modules)"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["False", "False"], run.stderr

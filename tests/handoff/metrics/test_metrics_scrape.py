@@ -7,7 +7,7 @@ import time
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from wizard.answers import parse_answers
+from wizard.answers.model import parse_answers
 from wizard.executors.base import CommandResult, HostUnreachable
 from wizard.metrics.collect import Port
 from wizard.metrics.exposition import render

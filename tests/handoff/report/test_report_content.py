@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from wizard.cli import STAGE_IDS
+from wizard.cli.main import STAGE_IDS
+from wizard.cli.report import report_cmd, to_json
 from wizard.report.collect import collect
-from wizard.report.command import report_cmd, to_json
 from wizard.report.render import render
 
 

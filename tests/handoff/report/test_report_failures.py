@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from wizard.cli.report import report_cmd, to_json
 from wizard.errors import EXIT_USAGE, StateError
 from wizard.report.collect import collect, seconds_between, tail
-from wizard.report.command import report_cmd, to_json
 from wizard.report.render import render
 
 
@@ -88,8 +88,8 @@ def test_a_directory_without_a_run_is_a_usage_error(
 ) -> None:
     with pytest.raises(StateError, match="no saved run in"):
         collect(tmp_path)
-    import wizard.commands as commands
-    from wizard.cli import main
+    import wizard.cli.commands as commands
+    from wizard.cli.main import main
 
     # Through the CLI's error handling, as `roce-wizard report` will run once the lead registers it.
     monkeypatch.setattr(commands, "dispatch", lambda name, args: report_cmd(list(args)))

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from wizard.cli import STAGE_IDS
+from wizard.cli.main import STAGE_IDS
+from wizard.cli.report import to_json
+from wizard.engine.state import RunRecord, StateStore
+from wizard.engine.step import CheckItem
 from wizard.report.collect import collect
-from wizard.report.command import to_json
 from wizard.report.render import FULL_DETAIL_HOSTS, GRID_HOSTS, LOG_TAILS, render
-from wizard.state import RunRecord, StateStore
-from wizard.step import CheckItem
 
 HOSTS = [f"gpu-{i:04d}" for i in range(120)]
 FAILED_ROCE = HOSTS[20:33]  # 13 hosts: more than the report shows log tails for

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from wizard.cli.report import to_json
 from wizard.report.collect import collect
-from wizard.report.command import to_json
 from wizard.report.redact import MASK, report_redactor
 from wizard.report.render import render
 

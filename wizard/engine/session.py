@@ -1,0 +1,270 @@
+"""Builds a run from answers: executors per host (production SSH or the simulated lab on loopback), state, logs."""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import os
+import sys
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from wizard.answers.model import SUDO_PASSWORD_ENV, Answers
+from wizard.answers.profiles import DEMO_PROFILES, add_profile_option, check_profile, demo_answers  # noqa: F401 (re-exported)
+from wizard.engine.events import EventBus
+from wizard.engine.logs import HostLogs, Redactor
+from wizard.engine.runner import Runner
+from wizard.engine.state import StateStore
+from wizard.engine.step import Step
+from wizard.errors import UsageError, WizardError
+from wizard.executors.jump import Jump, Jumps, JumpSettings
+from wizard.executors.ssh import SshExecutor, SshTarget
+from wizard.paths import default_state_dir
+
+LAB_TIME_SCALE_ENV = "ROCE_WIZARD_LAB_TIME_SCALE"
+
+
+@dataclass(slots=True)
+class Session:
+    """Everything one run needs; close it to release connections and log files."""
+
+    answers: Answers
+    runner: Runner
+    store: StateStore
+    executors: dict[str, SshExecutor]
+    logs: HostLogs
+    simulated: bool
+
+    async def close(self) -> None:
+        for executor in self.executors.values():
+            await executor.close()
+        await close_jumps(executor.target for executor in self.executors.values())
+        self.logs.close()
+
+
+def sudo_password(answers: Answers, *, interactive: bool) -> str | None:
+    """The sudo password from the environment or a prompt; never from a file."""
+    if answers.ssh.sudo != "password":
+        return None
+    value = os.environ.get(SUDO_PASSWORD_ENV)
+    if value:
+        return value
+    if interactive and sys.stdin.isatty():
+        return getpass.getpass("sudo password for the hosts (not stored): ")
+    raise WizardError(f"ssh.sudo is 'password' but ${SUDO_PASSWORD_ENV} is not set and there is no terminal to prompt")
+
+
+def production_targets(answers: Answers, password: str | None, *, jumps: bool = True) -> dict[str, SshTarget]:
+    """Targets of the answers' hosts; ``jumps``: resolve bastions (ssh.jump_host, a host's jump_host, else the
+    ProxyJump ~/.ssh/config gives its address), hosts behind one bastion sharing its connection."""
+    ssh = answers.ssh
+    bastions = Jumps(
+        JumpSettings(ssh.known_hosts, ssh.accept_new_host_keys, ssh.connect_timeout_s, ssh.keepalive_interval_s),
+        default_user=ssh.user,
+        default_identity=ssh.identity_file,
+    )
+    return {
+        host.name: SshTarget(
+            name=host.name,
+            address=host.address,
+            port=host.port or ssh.port,
+            username=host.user or ssh.user,
+            identity_file=host.identity_file or ssh.identity_file,
+            known_hosts=ssh.known_hosts,
+            accept_new_host_keys=ssh.accept_new_host_keys,
+            connect_timeout_s=ssh.connect_timeout_s,
+            keepalive_interval_s=ssh.keepalive_interval_s,
+            command_timeout_s=ssh.command_timeout_s,
+            sudo_password=password,
+            jump=bastions.for_host(
+                host.jump_host if host.jump_host is not None else ssh.jump_host,
+                host.address,
+                host.port or ssh.port,
+                host.user or ssh.user,
+            )
+            if jumps
+            else None,
+        )
+        for host in answers.hosts
+    }
+
+
+async def close_jumps(targets: Iterable[SshTarget]) -> None:
+    """Close the bastion connections of ``targets`` (after their hosts' connections), last hops of chains first."""
+    seen: dict[int, Jump] = {}
+    for target in targets:
+        jump = target.jump
+        while jump is not None:
+            seen.setdefault(id(jump), jump)
+            jump = jump.via
+    for jump in sorted(seen.values(), key=lambda j: -j.depth()):
+        with contextlib.suppress(Exception):
+            await jump.close()
+
+
+@contextlib.asynccontextmanager
+async def simulated_targets(
+    answers: Answers,
+    faults: Sequence[str],
+    password: str | None,
+    state_dir: Path | None = None,
+    profile: str = "reference",
+) -> AsyncIterator[dict[str, SshTarget]]:
+    """Start the simulated lab for the answers' hosts and yield targets that reach it on 127.0.0.1.
+
+    The answers' addresses appear only inside the simulation (as the hosts' management addresses); nothing
+    is ever sent to them.
+    """
+    from wizard.lab import Lab
+
+    parsed = check_faults(answers, faults)
+    names = [h.name for h in answers.hosts]
+    mgmt = {h.name: h.address for h in answers.hosts}
+    try:
+        lab = Lab.for_profile(profile, names, mgmt_addresses=mgmt, faults=parsed)
+    except ValueError as exc:
+        raise UsageError(f"--fault: {exc}") from None
+    # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
+    scale = lab_time_scale()
+    lab.time_scale = scale
+    lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
+    if state_dir is not None:
+        # The simulated hosts keep their disks next to the wizard's state, as real hosts keep theirs between runs.
+        booted = lab.use_disks(state_dir / "lab")
+        if booted:
+            sys.stderr.write(
+                f"[simulated] {', '.join(booted)} booted from the disks saved in {state_dir / 'lab'} "
+                "(--reset starts from bare hosts)\n"
+            )
+    await lab.start()
+    try:
+        targets = production_targets(answers, password, jumps=False)
+        for name, target in targets.items():
+            target.address, target.port = lab.endpoint(name)
+            target.identity_file = str(lab.client_key_path)
+            target.known_hosts = str(lab.known_hosts_path)
+            target.accept_new_host_keys = False
+            target.connect_timeout_s = min(target.connect_timeout_s, 5.0)
+        yield targets
+        if lab.disk_error is not None and state_dir is not None:
+            # The hosts' disks are part of the state directory: one that could not be saved ends the run the way
+            # the wizard's own state does (the hosts refused every command after it).
+            from wizard.engine.state import write_error
+
+            raise write_error(state_dir, lab.disk_error, state_dir / "lab")
+    finally:
+        await lab.stop()
+
+
+def lab_time_scale() -> float:
+    """How much faster the simulated lab's clocks run (tests shrink them; the demo keeps them life-like)."""
+    try:
+        return max(0.0001, float(os.environ.get(LAB_TIME_SCALE_ENV, "1") or 1))
+    except ValueError:
+        raise UsageError(f"${LAB_TIME_SCALE_ENV} must be a number") from None
+
+
+def check_faults(answers: Answers, faults: Sequence[str]) -> list:  # type: ignore[type-arg]
+    """Parse --fault specs and check they name hosts of the answers; a bad spec is a usage error."""
+    from wizard.lab import parse_fault
+
+    try:
+        parsed = [parse_fault(spec) for spec in faults]
+    except ValueError as exc:
+        raise UsageError(f"--fault: {exc}") from None
+    names = [h.name for h in answers.hosts]
+    unknown = sorted({f.host for f in parsed} - set(names))
+    if unknown:
+        raise UsageError(f"--fault names unknown host(s): {', '.join(unknown)} (hosts: {', '.join(names)})")
+    return parsed
+
+
+def demo_state_dir(answers: Answers, state_dir: Path | None, *, reset: bool) -> Path:
+    """The demo's state directory; ``reset`` forgets saved progress and the simulated hosts' disks."""
+    import shutil
+
+    chosen = state_dir or default_state_dir(answers.cluster.name, demo=True)
+    if reset and chosen.exists():
+        ours = (chosen / "run.json").exists() or (chosen / "lab").exists()
+        if not ours and {p.name for p in chosen.iterdir()} - {"lock"}:  # (a fresh directory holds only our lock)
+            raise UsageError(f"--reset: {chosen} does not look like a roce-wizard state directory; not removing it")
+        shutil.rmtree(chosen)
+    return chosen
+
+
+def open_session(
+    answers: Answers,
+    steps: Sequence[Step],
+    targets: dict[str, SshTarget],
+    state_dir: Path | None,
+    bus: EventBus,
+    *,
+    simulated: bool,
+    password: str | None,
+) -> Session:
+    store = StateStore(state_dir or default_state_dir(answers.cluster.name, demo=simulated))
+    logs = HostLogs(store.logs_dir, Redactor([password] if password else []))
+    executors: dict[str, SshExecutor] = {}
+    runner = Runner(answers, steps, executors, store, bus, logs)  # type: ignore[arg-type]
+    for name, target in targets.items():
+        executors[name] = SshExecutor(target, listener=runner)
+    return Session(answers, runner, store, executors, logs, simulated)
+
+
+def chosen_hosts(answers: Answers, wanted: Sequence[str]) -> list[str]:
+    """``--host`` values checked against the answers (all hosts when none is named)."""
+    names = [h.name for h in answers.hosts]
+    unknown = [h for h in wanted if h not in names]
+    if unknown:
+        raise UsageError(f"--host: unknown host(s) {', '.join(unknown)} (hosts: {', '.join(names)})")
+    return list(wanted) or names
+
+
+def session_for_args(args: Any, answers: Answers, **extra: Any) -> contextlib.AbstractAsyncContextManager[Session]:
+    """``command_session`` for a subcommand's parsed ``--demo``, ``--fault``, ``--state-dir`` and ``--profile``, with
+    every stage and the sudo password asked once (plan and the exports read hosts the same way)."""
+    from steps import all_steps
+
+    return command_session(
+        answers,
+        all_steps(),
+        demo=args.demo,
+        faults=args.fault,
+        state_dir=args.state_dir,
+        password=sudo_password(answers, interactive=True),
+        profile=getattr(args, "profile", None) or "reference",
+        **extra,
+    )
+
+
+@contextlib.asynccontextmanager
+async def command_session(
+    answers: Answers,
+    steps: Sequence[Step],
+    *,
+    demo: bool,
+    faults: Sequence[str],
+    state_dir: Path | None,
+    password: str | None,
+    hosts: Sequence[str] | None = None,
+    bus: EventBus | None = None,
+    profile: str = "reference",
+) -> AsyncIterator[Session]:
+    """The session a one-off command (plan, check, rollback) works in: the simulated cluster with ``demo`` (its
+    state kept where the demo keeps it), the real hosts otherwise; only ``hosts`` get executors when given.
+    Connections and logs are closed on the way out."""
+    async with contextlib.AsyncExitStack() as stack:
+        if demo:
+            state_dir = demo_state_dir(answers, state_dir, reset=False)
+            targets = await stack.enter_async_context(simulated_targets(answers, faults, password, state_dir, profile))
+        else:
+            targets = production_targets(answers, password)
+        if hosts is not None:
+            targets = {name: targets[name] for name in hosts}
+        session = open_session(answers, steps, targets, state_dir, bus or EventBus(), simulated=demo, password=password)
+        try:
+            yield session
+        finally:
+            await session.close()
