@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from tests.fixture_files import real_outputs
-from wizard.cli.commands import EXPORTS
+from wizard.cli.export import EXPORTS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "assets" / "answers.example.yaml"
 

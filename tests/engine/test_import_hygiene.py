@@ -8,7 +8,7 @@ import sys
 
 def test_engine_and_steps_do_not_import_textual() -> None:
     code = (
-        "import sys, wizard.cli.main, wizard.engine.runner, wizard.engine.session, wizard.cli.commands\n"
+        "import sys, wizard.cli.main, wizard.engine.runner, wizard.engine.session, wizard.cli.plan\n"
         "import wizard.lab, steps\n"
         "from steps import all_steps\n"
         "all_steps()\n"

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from wizard.answers.profiles import demo_answers
 from wizard.cli.main import main
-from wizard.engine.session import demo_answers
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
 

@@ -20,7 +20,7 @@ from tests.nslab.conftest import NsCluster
 from tests.nslab.test_jump_host import answers as bastion_answers
 from tests.nslab.test_jump_host import jump_lab  # noqa: F401 - the bastion fixture
 from tests.vmlab.test_ansible_export import playbook
-from wizard.cli.export_ansible import export_ansible_cmd
+from wizard.cli.export_ansible import main as export_ansible_cmd
 
 pytestmark = [
     pytest.mark.nslab,

@@ -70,9 +70,10 @@ async def test_a_leaf_port_with_mtu_1500_fails_the_jumbo_path_naming_that_switch
 
     from steps import all_steps
     from wizard.answers.model import parse_answers
+    from wizard.answers.profiles import demo_answers
     from wizard.engine.events import EventBus
     from wizard.engine.runner import RunOptions
-    from wizard.engine.session import demo_answers, open_session, production_targets
+    from wizard.engine.session import open_session, production_targets
     from wizard.engine.state import StateStore
     from wizard.lab import Lab, parse_fault
 

@@ -145,9 +145,10 @@ async def test_the_network_stage_verifies_every_rail_route_on_the_switched_demo_
 
     from steps import all_steps
     from steps.network.stage import Network
+    from wizard.answers.profiles import demo_answers
     from wizard.engine.events import EventBus
     from wizard.engine.runner import RunOptions
-    from wizard.engine.session import demo_answers, open_session, production_targets
+    from wizard.engine.session import open_session, production_targets
     from wizard.lab import Lab
 
     doc = yaml.safe_load(demo_answers("rails-16").read_text())

@@ -47,7 +47,7 @@ def test_bwtest_prints_json_writes_the_html_report_saves_results_and_fails_on_a_
     async def fake_run(self):  # type: ignore[no-untyped-def]
         return sample_report()
 
-    monkeypatch.setattr(cli, "_executors", fake_executors)
+    monkeypatch.setattr(cli, "connected_hosts", fake_executors)
     monkeypatch.setattr(Validation, "__init__", lambda self, *a, **k: None)
     monkeypatch.setattr(Validation, "run", fake_run)
     report = tmp_path / "report.html"

@@ -15,8 +15,9 @@ import yaml
 
 from tests.validate.labkit import lab_executors, quick_start  # noqa: F401 - the fixture applies to this module
 from wizard.answers.model import Answers, load_answers, parse_answers
+from wizard.answers.profiles import demo_answers
 from wizard.cli import bwtest as cli
-from wizard.engine.session import demo_answers, production_targets
+from wizard.engine.session import production_targets
 from wizard.errors import UsageError
 from wizard.executors.ssh import SshExecutor
 from wizard.lab import Lab, packages

@@ -18,7 +18,7 @@ import pytest
 
 from tests.vmlab.conftest import LabVms
 from tests.vmlab.test_real_kernel import BOND_AND_RAIL, statuses
-from wizard.cli.export_ansible import export_ansible_cmd
+from wizard.cli.export_ansible import main as export_ansible_cmd
 from wizard.parsers import parse
 
 pytestmark = [

@@ -1,17 +1,17 @@
-"""`roce-wizard import inventory`: resolve an inventory's hosts and variables and write an answers file."""
+"""An inventory's hosts and variables resolved into answers-file host entries (`roce-wizard import inventory` and the
+Hosts page's import dialog)."""
 
 from __future__ import annotations
 
 import ipaddress
 import re
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wizard.answers.inventory import CONNECTION_VARS, SECRET_VARS, Format, Inventory, detect_format, parse_inventory
-from wizard.errors import EXIT_USAGE, UsageError
+from wizard.answers.inventory import CONNECTION_VARS, SECRET_VARS, Inventory
+from wizard.errors import UsageError
 
 
 @dataclass
@@ -150,51 +150,8 @@ def _scalar(value: Any) -> str:
     return yaml.safe_dump(value, default_style=None).removesuffix("\n...\n").strip()
 
 
-def _cluster_name(group: str, path: Path) -> str:
+def cluster_name(group: str, path: Path) -> str:
+    """The cluster name an imported inventory gets: its group, else the file's stem, as a DNS-safe label."""
     base = group if group != "all" else path.stem
     name = re.sub(r"[^A-Za-z0-9-]+", "-", base).strip("-")
     return name or "cluster"
-
-
-def import_cmd(argv: list[str]) -> int:
-    """roce-wizard import inventory FILE [--group G] [-o answers.yaml] [--format ini|yaml|ssh_config]."""
-    from wizard.answers.model import parse_answers
-    from wizard.cli.main import _Parser
-    from wizard.paths import example_answers
-
-    parser = _Parser(
-        prog="roce-wizard import",
-        description="Write an answers file from an Ansible inventory "
-        "(INI or YAML) or the Host blocks of an ssh_config.",
-    )
-    parser.add_argument("what", choices=["inventory"], help="what to import")
-    parser.add_argument("file", type=Path, help="inventory file or ssh_config")
-    parser.add_argument("--group", default="all", help="only this group (and its children); default all")
-    parser.add_argument("--format", dest="fmt", choices=["ini", "yaml", "ssh_config"], help="default: detected")
-    parser.add_argument("-o", "--output", type=Path, help="answers file to write; default standard output")
-    parser.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
-    args = parser.parse_args(argv)
-    try:
-        text = args.file.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"{args.file}: cannot read ({exc.strerror or exc})") from None
-    fmt: Format = args.fmt or detect_format(text, args.file.name)
-    if fmt == "ssh_config" and args.group != "all":
-        raise UsageError("--group applies to Ansible inventories; an ssh_config has no groups")
-    imported = import_hosts(parse_inventory(text, fmt, str(args.file)), args.group)
-    where = f"{args.file}" + (f" (group {args.group})" if args.group != "all" else "")
-    answers = answers_text(
-        imported, example_answers().read_text(encoding="utf-8"), _cluster_name(args.group, args.file), where
-    )
-    parse_answers(answers, "imported answers")  # refuse to write a file the wizard would not load
-    for warning in imported.warnings:
-        sys.stderr.write(f"roce-wizard: warning: {warning}\n")
-    if args.output is None:
-        sys.stdout.write(answers)
-        return 0
-    if args.output.exists() and not args.force:
-        sys.stderr.write(f"roce-wizard: {args.output} exists; give --force to overwrite it\n")
-        return EXIT_USAGE
-    args.output.write_text(answers, encoding="utf-8")
-    sys.stderr.write(f"roce-wizard: wrote {args.output} with {len(imported.hosts)} hosts\n")
-    return 0

@@ -15,17 +15,6 @@ if TYPE_CHECKING:
 DEMO_PROFILES = ("reference", "rails-16")  # simulated clusters of --demo; reference (the seed-000 pair) by default
 
 
-def add_profile_option(parser: object) -> None:
-    """``--profile`` for every command that takes ``--demo``."""
-    parser.add_argument(  # type: ignore[attr-defined]
-        "--profile",
-        choices=DEMO_PROFILES,
-        default=None,
-        help="(--demo) simulated cluster: reference (2 x L20 servers back to back, the default) or rails-16 "
-        "(16 x HGX H100, 8 x ConnectX-7 400GbE on 8 rail leaves); its answers file is the default --answers",
-    )
-
-
 def demo_answers(profile: str | None) -> Path:
     """The answers file a demo profile uses when ``--answers`` is not given."""
     from wizard.paths import assets_dir, example_answers

@@ -1,39 +1,38 @@
-"""`roce-wizard bwtest` and `roce-wizard doctor`: validation and troubleshooting, headless."""
+"""`roce-wizard bwtest`: per-rail and all-pairs RDMA bandwidth, latency, incast, cross-rail and NCCL, with the
+consistency lint; results saved with the state, optionally as a self-contained HTML report."""
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import sys
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
+from wizard.cli.connect import connected_hosts
+from wizard.cli.options import (
+    add_json_option,
+    add_target_options,
+    check_target,
+    command_parser,
+    path_arg,
+    run_async,
+)
 from wizard.errors import EXIT_FAILED, EXIT_OK, UsageError
 
-PREP_STAGES = ["discovery", "ofed", "network", "roce"]
+TARGET_HELP = {
+    "demo": "test the SIMULATED cluster on 127.0.0.1",
+    "state_dir": "where results are saved (default: the cluster's state dir)",
+}
 
 
-def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
-    p.add_argument("--demo", action="store_true", help="test the SIMULATED cluster on 127.0.0.1")
-    p.add_argument("--state-dir", type=Path, help="where results are saved (default: the cluster's state dir)")
-    p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
-    from wizard.answers.profiles import add_profile_option
-
-    add_profile_option(p)
-    p.add_argument("--json", action="store_true", help="print the results as one JSON document on stdout")
-
-
-def bwtest_cmd(argv: list[str]) -> int:
-    from wizard.cli.main import _Parser
-
-    p = _Parser(prog="roce-wizard bwtest", description="Per-rail and all-pairs RDMA bandwidth, latency, NCCL and "
-                "the consistency lint; results saved with the state.")  # fmt: skip
-    _common(p)
-    p.add_argument("--report", type=Path, metavar="FILE.html", help="write a self-contained HTML report")
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser("bwtest", "Per-rail and all-pairs RDMA bandwidth, latency, NCCL and the consistency lint; "
+                       "results saved with the state.")  # fmt: skip
+    add_target_options(p, **TARGET_HELP)
+    add_json_option(p, "print the results as one JSON document on stdout")
+    p.add_argument("--report", type=path_arg, metavar="FILE.html", help="write a self-contained HTML report")
     p.add_argument("--seconds", type=float, default=3.0, help="duration of the all-rails-at-once runs (default 3)")
     p.add_argument("--no-sweep", action="store_true", help="skip the per-rail message-size sweeps")
     p.add_argument("--no-nccl", action="store_true", help="skip the NCCL run")
@@ -46,7 +45,12 @@ def bwtest_cmd(argv: list[str]) -> int:
     p.add_argument("--cross-rail", action="store_true", help="rail x rail through the spine: rail i of one host to "
                    "every rail j != i of another (switched fabrics), instead of the pair tests and NCCL")  # fmt: skip
     p.add_argument("--pair", metavar="A,B", help="(--cross-rail) client and server host (default: the first two)")
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    check_target(args, "bwtest")
     from wizard.validate.run import Options
 
     options = Options(sweep=not args.no_sweep, together_s=args.seconds, nccl=not args.no_nccl)
@@ -64,7 +68,7 @@ def bwtest_cmd(argv: list[str]) -> int:
         options.sweep = options.latency = options.nccl = False
     elif args.pair is not None:
         raise UsageError("--pair only applies with --cross-rail")
-    return asyncio.run(_bwtest(args, options))
+    return run_async(_bwtest(args, options))
 
 
 async def _bwtest(args: argparse.Namespace, options: Any) -> int:
@@ -72,8 +76,8 @@ async def _bwtest(args: argparse.Namespace, options: Any) -> int:
     from wizard.validate.html_report import render
     from wizard.validate.run import Validation
 
-    async with _executors(args) as (answers, executors, state_dir):
-        say = _progress(args.demo)
+    async with connected_hosts(args) as (answers, executors, state_dir):
+        say = progress_printer(args.demo)
         report = await Validation(answers, executors, simulated=args.demo, options=options, on_event=say).run()
     saved = store.save(state_dir, report)
     if args.report:
@@ -87,103 +91,8 @@ async def _bwtest(args: argparse.Namespace, options: Any) -> int:
     return EXIT_OK if report.verdict == "pass" else EXIT_FAILED
 
 
-def doctor_cmd(argv: list[str]) -> int:
-    from wizard.cli.main import _Parser
-
-    p = _Parser(prog="roce-wizard doctor", description="Walk the troubleshooting trees on every host: each check, "
-                "its evidence and the fix, most likely cause first.")  # fmt: skip
-    _common(p)
-    args = p.parse_args(argv)
-    return asyncio.run(_doctor(args))
-
-
-async def _doctor(args: argparse.Namespace) -> int:
-    from wizard.validate import store
-    from wizard.validate.doctor import diagnose
-
-    async with _executors(args) as (answers, executors, state_dir):
-        findings = await diagnose(answers, executors, store.load_latest(state_dir), on_event=_progress(args.demo))
-    if args.json:
-        print(json.dumps([f.model_dump(mode="json") for f in findings], indent=2))
-    else:
-        print_findings(findings, simulated=args.demo)
-    return EXIT_FAILED if any(f.status == "fail" for f in findings) else EXIT_OK
-
-
-@asynccontextmanager
-async def _executors(args: argparse.Namespace) -> AsyncIterator[tuple[Any, dict[str, Any], Path]]:
-    """Answers, one connected executor per host (simulated with --demo) and the state directory."""
-    from wizard.answers.model import load_answers
-    from wizard.engine.session import (
-        check_profile,
-        demo_answers,
-        demo_state_dir,
-        production_targets,
-        simulated_targets,
-        sudo_password,
-    )
-    from wizard.paths import default_state_dir, example_answers
-
-    if args.answers is None and not args.demo:
-        raise UsageError("needs --answers FILE (or --demo)")
-    if args.fault and not args.demo:
-        raise UsageError("--fault only applies to the simulated cluster (--demo)")
-    profile = check_profile(getattr(args, "profile", None), args.demo)
-    answers = load_answers(args.answers or (demo_answers(profile) if args.demo else example_answers()))
-    password = sudo_password(answers, interactive=True)
-    if args.demo:
-        state_dir = demo_state_dir(answers, args.state_dir, reset=False)
-        sys.stderr.write("[simulated] SIMULATED CLUSTER on 127.0.0.1; results are labelled simulated.\n")
-        async with simulated_targets(answers, args.fault, password, state_dir, profile) as targets:
-            await _prepare_demo(answers, targets, state_dir, password)
-            async with _open(answers, targets, state_dir, password, simulated=True) as executors:
-                yield answers, executors, state_dir
-        return
-    state_dir = args.state_dir or default_state_dir(answers.cluster.name, demo=False)
-    async with _open(answers, production_targets(answers, password), state_dir, password, simulated=False) as ex:
-        yield answers, ex, state_dir
-
-
-@asynccontextmanager
-async def _open(answers: Any, targets: Any, state_dir: Path, password: str | None, *, simulated: bool):  # type: ignore[no-untyped-def]
-    from steps import all_steps
-    from wizard.engine.events import EventBus
-    from wizard.engine.session import open_session
-
-    session = open_session(answers, all_steps(), targets, state_dir, EventBus(), simulated=simulated, password=password)
-    try:
-        yield dict(session.executors)
-    finally:
-        await session.close()
-
-
-async def _prepare_demo(answers: Any, targets: Any, state_dir: Path, password: str | None) -> None:
-    """The simulated hosts start bare: bring them through stages discovery..roce first unless that is done
-    (a fault injected into hosts configured earlier meets the saved configuration, as on real hosts)."""
-    from steps import all_steps
-    from wizard.cli.reporters import HumanReporter
-    from wizard.engine.events import EventBus
-    from wizard.engine.runner import RunOptions
-    from wizard.engine.session import open_session
-    from wizard.engine.state import StateStore
-
-    store = StateStore(state_dir)
-    done = all(store.host(h.name).stage(s).status == "done" for h in answers.hosts for s in PREP_STAGES)
-    if done:
-        return
-    sys.stderr.write(f"[simulated] preparing the simulated hosts first: stages {', '.join(PREP_STAGES)}\n")
-    bus = EventBus()
-    bus.subscribe(HumanReporter(simulated=True))
-    session = open_session(answers, all_steps(), targets, state_dir, bus, simulated=True, password=password)
-    try:
-        code = await session.runner.run(RunOptions(stages=PREP_STAGES, allow_disruptive=True, demo=True))
-    finally:
-        await session.close()
-    if code:
-        sys.stderr.write("[simulated] preparation did not verify every host; testing what is there\n")
-
-
-def _progress(simulated: bool) -> Callable[[str, dict[str, Any]], None]:
+def progress_printer(simulated: bool) -> Callable[[str, dict[str, Any]], None]:
+    """Validation events as progress lines on stderr (bwtest and doctor)."""
     tag = "[simulated] " if simulated else ""
 
     def say(kind: str, data: dict[str, Any]) -> None:
@@ -239,16 +148,3 @@ def incast_line(x: Any) -> str:
     line = f" of {x.line_gbps:.0f}" if x.line_gbps else ""
     return (f"rail {x.rail} round {x.round}: {len(x.senders)} -> {x.receiver.host} {x.receiver.netdev}{sw}: {total}"
             f"{line} Gb/s, pauses {x.pauses}, drops {x.drops}, CNPs {x.cnps}")  # fmt: skip
-
-
-def print_findings(findings: list[Any], *, simulated: bool, stream: Any = None) -> None:
-    """The doctor's findings as lines, failures first, each failing or warning one with its fix."""
-    out = stream or sys.stdout
-    tag = "SIMULATED " if simulated else ""
-    failed = [f for f in findings if f.status == "fail"]
-    out.write(f"{tag}doctor: {len(failed)} failing check(s), most likely cause first\n")
-    for f in findings:
-        where = f"{f.host}: " if f.host else ""
-        out.write(f"  {f.status.upper():4}  [{f.tree}] {where}{f.title}: {f.evidence}\n")
-        if f.fix and f.status in ("fail", "warn"):
-            out.write(f"        fix: {f.fix}\n")

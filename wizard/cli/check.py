@@ -7,42 +7,43 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING
 
+from wizard.cli.options import (
+    add_json_option,
+    add_target_options,
+    answers_path,
+    check_target,
+    command_parser,
+    run_async,
+)
 from wizard.errors import EXIT_FAILED, EXIT_OK, UsageError
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (bench/startup.py)
 if TYPE_CHECKING:
     from wizard.engine.conn_test import ConnectionReport
 
 
-def check_cmd(argv: list[str]) -> int:
-    from wizard.cli.commands import _parser
-
-    p = _parser("check", "Test SSH, key and sudo on every host; read-only, nothing is changed.")
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
-    p.add_argument("--demo", action="store_true", help="the SIMULATED cluster")
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser("check", "Test SSH, key and sudo on every host; read-only, nothing is changed.")
+    add_target_options(p, state_dir="where logs are kept (the command lines it ran, per host)")
     p.add_argument("--host", action="append", default=[], help="host to test (repeatable; default: all)")
-    p.add_argument("--json", action="store_true", help="one JSON object per host on stdout")
+    add_json_option(p, "one JSON object per host on stdout")
     p.add_argument("--limit", type=int, default=64, help="hosts tested at once (default 64)")
-    p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
-    p.add_argument("--state-dir", type=Path, help="where logs are kept (the command lines it ran, per host)")
-    args = p.parse_args(argv)
-    # The engine is imported only now: `check --help` and usage errors stay cheap (bench/startup.py).
-    import asyncio
+    return p
 
-    from wizard.answers.model import load_answers
-    from wizard.engine.session import chosen_hosts
-    from wizard.paths import example_answers
 
-    if args.answers is None and not args.demo:
-        raise UsageError("check needs --answers FILE (or --demo)")
-    if args.fault and not args.demo:
-        raise UsageError("--fault only applies to the simulated cluster (--demo)")
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    check_target(args, "check")
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
-    answers = load_answers(args.answers or example_answers())
-    return asyncio.run(_check(args, answers, chosen_hosts(answers, args.host)))
+    # The engine is imported only now: `check --help` and usage errors stay cheap (bench/startup.py).
+    from wizard.answers.model import load_answers
+    from wizard.engine.session import chosen_hosts
+
+    answers = load_answers(answers_path(args))
+    return run_async(_check(args, answers, chosen_hosts(answers, args.host)))
 
 
 async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  # type: ignore[no-untyped-def]
@@ -55,7 +56,7 @@ async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  #
         sys.stderr.write("[simulated] SIMULATED CLUSTER: hosts run on 127.0.0.1; nothing real is contacted.\n")
     async with command_session(
         answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password,
-        hosts=hosts,
+        hosts=hosts, profile=args.profile,
     ) as session:  # fmt: skip
         found = await check_hosts(
             session.executors, args.limit, lambda report: _print(report, args.json), close_after=True

@@ -4,49 +4,53 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
+
+from wizard.cli.options import (
+    add_stage_options,
+    add_target_options,
+    answers_path,
+    check_target,
+    command_parser,
+    path_arg,
+    run_async,
+    select_stages,
+)
 
 
-def export_ansible_cmd(argv: list[str]) -> int:
-    """Entry point for `roce-wizard export ansible ARGS` (``argv`` is what follows `ansible`)."""
-    from wizard.cli.main import _Parser
-
-    p = _Parser(
-        prog="roce-wizard export ansible",
-        description="Plan every chosen stage (reading the hosts, changing nothing) and write it as an Ansible project.",
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser(
+        "export ansible",
+        "Plan every chosen stage (reading the hosts, changing nothing) and write it as an Ansible project.",
     )
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
-    p.add_argument("--demo", action="store_true", help="plan against the SIMULATED cluster on 127.0.0.1")
-    p.add_argument("--state-dir", type=Path)
-    p.add_argument("--only", help="comma-separated stages (discovery always runs: its facts go into host_vars)")
-    p.add_argument("-o", "--out", type=Path, required=True, help="directory to write the project into")
-    p.add_argument("--fault", action="append", default=[], help=argparse.SUPPRESS)
-    args = p.parse_args(argv)
-    from wizard.answers.model import load_answers
-    from wizard.answers.profiles import demo_answers
-    from wizard.cli.main import select_stages
-    from wizard.errors import UsageError
+    add_target_options(p)
+    add_stage_options(p, only="comma-separated stages (discovery always runs: its facts go into host_vars)",
+                      from_stage=False)  # fmt: skip
+    p.add_argument("-o", "--out", type=path_arg, required=True, help="directory to write the project into")
+    return p
 
-    if args.answers is None and not args.demo:
-        raise UsageError("export ansible needs --answers FILE (or --demo)")
-    answers = load_answers(args.answers or demo_answers("reference"))
+
+def main(argv: list[str]) -> int:
+    """`roce-wizard export ansible ARGS` (``argv`` is what follows `ansible`)."""
+    args = parser().parse_args(argv)
+    check_target(args, "export ansible")
     stages = select_stages(args.only, None)
     if "discovery" not in stages:
         stages.insert(0, "discovery")
-    import asyncio
+    from wizard.answers.model import load_answers
 
-    return asyncio.run(_export(args, answers, stages))
+    return run_async(_export(args, load_answers(answers_path(args)), stages))
 
 
 async def _export(args: argparse.Namespace, answers, stages: list[str]) -> int:  # type: ignore[no-untyped-def]
-    from wizard.cli.commands import _failures
+    from wizard.engine.plan_export import planning_failures
     from wizard.engine.session import session_for_args
     from wizard.export.ansible_project import write_project
 
     async with session_for_args(args, answers) as session:
         outcomes = await session.runner.plan_all(stages)
         view = session.runner.view()
-        failures = {h: r for o in outcomes for h, r in _failures(session, o).items()}
+        failures = planning_failures(session.store, outcomes)
     roles = write_project(args.out, answers, view, outcomes, simulated=args.demo, failures=failures)
     tag = " (SIMULATED cluster)" if args.demo else ""
     sys.stderr.write(

@@ -7,42 +7,35 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wizard.cli.options import add_target_options, answers_path, check_target, command_parser, path_arg, run_async
 from wizard.errors import EXIT_FAILED, EXIT_OK
 
 FACT_STAGES = ["discovery", "network"]
 
 
-def k8s_cmd(argv: list[str]) -> int:
-    """Entry point for `roce-wizard export k8s ARGS` (argv: what follows `k8s`)."""
-    from wizard.cli.commands import _parser
-
-    p = _parser("export k8s", "Write NVIDIA Network Operator resources and RDMA test pods for the rails.")
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
-    p.add_argument("--demo", action="store_true", help="read the facts from the SIMULATED cluster on 127.0.0.1")
-    p.add_argument("--state-dir", type=Path, help="use the facts saved here (discovery and network stages)")
-    p.add_argument("-o", "--out", type=Path, required=True, help="directory to write the manifests to")
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser("export k8s", "Write NVIDIA Network Operator resources and RDMA test pods for the rails.")
+    add_target_options(p, state_dir="use the facts saved here (discovery and network stages)")
+    p.add_argument("-o", "--out", type=path_arg, required=True, help="directory to write the manifests to")
     p.add_argument(
         "--driver-container",
         action="store_true",
         help="let the operator install the DOCA driver container (only where no host already runs a driver)",
     )
-    p.add_argument("--fault", action="append", default=[], help="(--demo) inject a fault")
-    from wizard.answers.profiles import add_profile_option, check_profile, demo_answers
+    return p
 
-    add_profile_option(p)
-    args = p.parse_args(argv)
+
+def main(argv: list[str]) -> int:
+    """`roce-wizard export k8s ARGS` (argv: what follows `k8s`)."""
+    args = parser().parse_args(argv)
+    check_target(args, "export k8s")
     from wizard.answers.model import load_answers
-    from wizard.errors import UsageError
 
-    if args.answers is None and not args.demo:
-        raise UsageError("export k8s needs --answers FILE (or --demo)")
-    args.profile = check_profile(args.profile, args.demo)
-    answers = load_answers(args.answers or demo_answers(args.profile))
+    answers = load_answers(answers_path(args))
     facts = saved_facts(answers, args.state_dir) if not args.demo else None
     if facts is None:
-        from wizard.cli.commands import _run_async
-
-        facts = _run_async(_probe(args, answers))
+        facts = run_async(_probe(args, answers))
     return export(answers, facts, args.out, driver_container=args.driver_container)
 
 

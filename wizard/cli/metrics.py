@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
+from wizard.cli.options import add_target_options, check_target, command_parser, run_async
 from wizard.errors import EXIT_FAILED, EXIT_OK, UsageError
 
 DEFAULT_LISTEN = "127.0.0.1:9420"
@@ -19,19 +19,12 @@ def _listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def metrics_cmd(argv: list[str]) -> int:
-    """Entry point of ``roce-wizard metrics``."""
-    from wizard.answers.profiles import add_profile_option
-    from wizard.cli.main import _Parser
-
-    p = _Parser(prog="roce-wizard metrics", description="Prometheus exporter: per port and priority PFC pause "
-                "frames and time, discards, out-of-sequence, ECN marks, CNPs, link state/speed/MTU and the "
-                "cross-host lint, read from every host over SSH (one exec per host per scrape).")  # fmt: skip
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
-    p.add_argument("--demo", action="store_true", help="read the SIMULATED cluster on 127.0.0.1")
-    p.add_argument("--state-dir", type=Path, help="state directory (the demo prepares its hosts there)")
-    p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
-    add_profile_option(p)
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser("metrics", "Prometheus exporter: per port and priority PFC pause frames and time, discards, "
+                       "out-of-sequence, ECN marks, CNPs, link state/speed/MTU and the cross-host lint, read from "
+                       "every host over SSH (one exec per host per scrape).")  # fmt: skip
+    add_target_options(p, state_dir="state directory (the demo prepares its hosts there)")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--listen", metavar="HOST:PORT", help=f"serve /metrics here (default {DEFAULT_LISTEN})")
     mode.add_argument("--once", action="store_true", help="print one scrape in the exposition format and exit "
@@ -40,21 +33,24 @@ def metrics_cmd(argv: list[str]) -> int:
                    help="per-host limit of one scrape; a slower host is reported stale (default 5)")  # fmt: skip
     p.add_argument("--lint-interval", type=float, default=300.0, metavar="S",
                    help="seconds between background lint and port-list refreshes (default 300)")  # fmt: skip
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    check_target(args, "metrics")
     if args.scrape_timeout <= 0 or args.lint_interval <= 0:
         raise UsageError("--scrape-timeout and --lint-interval must be positive")
     listen = None if args.once else _listen(args.listen or DEFAULT_LISTEN)
-    import asyncio
-
-    return asyncio.run(_main(args, listen))
+    return run_async(_main(args, listen))
 
 
 async def _main(args: argparse.Namespace, listen: tuple[str, int] | None) -> int:
     # The same executors (and demo preparation) as bwtest/doctor: one place knows how to reach the hosts.
-    from wizard.cli.bwtest import _executors
+    from wizard.cli.connect import connected_hosts
     from wizard.metrics.scrape import Scraper
 
-    async with _executors(args) as (answers, executors, _state_dir):
+    async with connected_hosts(args) as (answers, executors, _state_dir):
         scraper = Scraper(answers, executors, timeout_s=args.scrape_timeout, simulated=args.demo,
                           lint_interval_s=args.lint_interval)  # fmt: skip
         try:

@@ -2,31 +2,42 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from wizard.cli.options import add_json_option, add_target_options, check_target, command_parser, path_arg
 from wizard.errors import EXIT_OK, EXIT_USAGE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from wizard.report.model import RunReport
 
 
-def report_cmd(argv: list[str]) -> int:
-    from wizard.cli.main import _Parser
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser("report", "Every stage on every host, the checks with evidence and fix, timings, and the "
+                       "bandwidth/latency/NCCL results of the latest bwtest, from a state directory; self-contained "
+                       "HTML (prints well) or JSON. Secrets are redacted.")  # fmt: skip
+    add_target_options(
+        p,
+        faults=False,
+        answers="find the state directory from this answers file's cluster name",
+        demo="the SIMULATED cluster's state directory (with --profile: that profile's)",
+        state_dir="the run's state directory (default: the one for --answers/--demo)",
+    )
+    p.add_argument("--html", type=path_arg, metavar="FILE", help="write the report as one HTML file")
+    add_json_option(p, "print the report as one JSON document on stdout")
+    return p
 
-    p = _Parser(prog="roce-wizard report", description="Every stage on every host, the checks with evidence and "
-                "fix, timings, and the bandwidth/latency/NCCL results of the latest bwtest, from a state directory; "
-                "self-contained HTML (prints well) or JSON. Secrets are redacted.")  # fmt: skip
-    p.add_argument("--state-dir", type=Path, help="the run's state directory (default: the one for --answers/--demo)")
-    p.add_argument("--answers", type=Path, help="find the state directory from this answers file's cluster name")
-    p.add_argument("--demo", action="store_true", help="the SIMULATED cluster's state directory")
-    p.add_argument("--html", type=Path, metavar="FILE", help="write the report as one HTML file")
-    p.add_argument("--json", action="store_true", help="print the report as one JSON document on stdout")
-    args = p.parse_args(argv)
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    check_target(args, "report", required=False)
     from wizard.cli.status import find_state_dir
 
-    state_dir = find_state_dir(args.state_dir, args.answers, demo=args.demo)
+    state_dir = find_state_dir(args.state_dir, args.answers, demo=args.demo, profile=args.profile)
     if state_dir is None:
         return EXIT_USAGE
     from wizard.report.collect import collect

@@ -2,20 +2,54 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
-from pathlib import Path
 
-from wizard.cli.main import STAGE_IDS
-from wizard.engine.state import StateStore
-from wizard.errors import EXIT_OK
-from wizard.paths import default_state_dir, default_state_root
+from wizard.answers.profiles import demo_answers
+from wizard.cli.options import add_json_option, add_target_options, check_target, command_parser
+from wizard.engine.stage_order import STAGE_IDS
+from wizard.errors import EXIT_OK, EXIT_USAGE
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (bench/startup.py)
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
-def find_state_dir(state_dir: Path | None, answers: Path | None, *, demo: bool) -> Path | None:
-    """The explicit directory, the one for the answers' cluster, or the only one there is."""
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
+    p = command_parser("status", "Saved progress per stage and host, read from the state directory only.")
+    add_target_options(
+        p,
+        faults=False,
+        answers="find the state directory from this answers file's cluster name",
+        demo="the SIMULATED cluster's state directory (with --profile: that profile's)",
+        state_dir="the state directory to read (default: found from --answers or --demo, or the only one there is)",
+    )
+    add_json_option(p, "print the progress as one JSON document")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    check_target(args, "status", required=False)
+    state_dir = find_state_dir(args.state_dir, args.answers, demo=args.demo, profile=args.profile)
+    if state_dir is None:
+        return EXIT_USAGE
+    return print_status(state_dir, as_json=args.json)
+
+
+def find_state_dir(
+    state_dir: Path | None, answers: Path | None, *, demo: bool, profile: str = "reference"
+) -> Path | None:
+    """The explicit directory, the one for the answers' cluster (with --demo and no answers: the profile's own
+    answers), or the only one there is."""
+    from wizard.paths import default_state_dir, default_state_root
+
     if state_dir is not None:
         return state_dir
+    if answers is None and demo and profile != "reference":
+        answers = demo_answers(profile)
     if answers is not None:
         from wizard.answers.model import load_answers
 
@@ -35,6 +69,8 @@ def find_state_dir(state_dir: Path | None, answers: Path | None, *, demo: bool) 
 
 
 def print_status(state_dir: Path, *, as_json: bool) -> int:
+    from wizard.engine.state import StateStore
+
     store = StateStore(state_dir)
     run = store.load_run()
     if run is None:

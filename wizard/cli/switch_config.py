@@ -3,58 +3,41 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import datetime as dt
-import inspect
 import sys
-from pathlib import Path
 
+from wizard.cli.options import add_target_options, answers_path, check_target, command_parser, path_arg, run_async
 from wizard.errors import EXIT_OK, UsageError
 
 
-def switch_config_cmd(argv: list[str]) -> int:
-    from wizard.cli.main import _Parser
+def parser() -> argparse.ArgumentParser:
+    """The command's options (also read by tests/engine/test_cli_options.py)."""
     from wizard.switchcfg import VENDORS
 
-    p = _Parser(
-        prog="roce-wizard switch-config",
-        description="Write the lossless switch configuration (PFC, DSCP map, ECN, MTU) for exactly the switch ports "
-        "LLDP finds behind the hosts' RDMA ports, from the same RoCE answers the hosts use. Nothing is sent to a "
-        "switch: the operator applies the files.",
+    p = command_parser(
+        "switch-config",
+        "Write the lossless switch configuration (PFC, DSCP map, ECN, MTU) for exactly the switch ports LLDP finds "
+        "behind the hosts' RDMA ports, from the same RoCE answers the hosts use. Nothing is sent to a switch: the "
+        "operator applies the files.",
     )
-    p.add_argument("--answers", type=Path, help="answers file (default with --demo: the reference example)")
+    add_target_options(p)
     p.add_argument("--vendor", required=True, choices=sorted(VENDORS), help="switch OS: nvue (Cumulus), sonic, eos")
-    p.add_argument("--out", type=Path, default=Path("switch-config"), help="output folder (default ./switch-config)")
-    p.add_argument("--demo", action="store_true", help="the SIMULATED cluster on 127.0.0.1")
-    p.add_argument("--profile", help="(--demo) simulated fabric profile, e.g. rails-16")
-    p.add_argument("--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault")
-    p.add_argument("--state-dir", type=Path, help="where progress, facts and logs are kept")
+    p.add_argument("--out", type=path_arg, default="switch-config", help="output folder (default ./switch-config)")
     p.add_argument(
         "--saved",
         action="store_true",
         help="use the discovery facts saved in the state directory instead of probing the hosts (their age is "
         "written in README.txt; recabling since then is not seen)",
     )
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    check_target(args, "switch-config")
     from wizard.answers.model import load_answers
 
-    answers = load_answers(_answers_path(args))
-    return asyncio.run(_run(args, answers))
-
-
-def _answers_path(args: argparse.Namespace) -> Path:
-    from wizard.paths import assets_dir, example_answers
-
-    if args.answers is not None:
-        return args.answers
-    if not args.demo:
-        raise UsageError("switch-config needs --answers FILE (or --demo)")
-    if args.profile:
-        path = assets_dir() / f"answers.{args.profile}.yaml"
-        if not path.exists():
-            raise UsageError(f"--profile {args.profile}: no {path.name} in the assets; give --answers FILE")
-        return path
-    return example_answers()
+    return run_async(_run(args, load_answers(answers_path(args))))
 
 
 async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-untyped-def]
@@ -89,20 +72,9 @@ async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-unt
 
 async def _probe(args: argparse.Namespace, answers) -> tuple[dict, dict[str, str], str]:  # type: ignore[no-untyped-def]
     """Discovery only, read-only: the probe runs, its (empty) plan is never applied."""
-    from steps import all_steps
-    from wizard.engine.session import command_session, sudo_password
+    from wizard.engine.session import session_for_args
 
-    extra = {}
-    if args.profile:
-        if "profile" not in inspect.signature(command_session).parameters:
-            raise UsageError(f"--profile {args.profile}: this build's sessions take no simulated profile yet")
-        extra["profile"] = args.profile
-    if (args.fault or args.profile) and not args.demo:
-        raise UsageError("--fault and --profile only apply to the simulated cluster (--demo)")
-    password = sudo_password(answers, interactive=True)
-    async with command_session(
-        answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password, **extra
-    ) as session:
+    async with session_for_args(args, answers) as session:
         outcomes = await session.runner.plan_all(["discovery"])
         failed = {
             host: session.store.host(host).stage("discovery").reason or status

@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from wizard.engine.runner import StageOutcome
+from wizard.engine.stage_order import STAGE_IDS
+from wizard.engine.state import StateStore
 from wizard.engine.step import FileWrite, HostPlan
 
 
@@ -96,9 +98,17 @@ def write_plan_dir(
     (out / "README.txt").write_text(_readme(written, simulated, failures or {}), encoding="utf-8")
 
 
-def stage_number(stage: str) -> int:
-    from wizard.cli.main import STAGE_IDS
+def planning_failures(store: StateStore, outcomes: list[StageOutcome]) -> dict[str, str]:
+    """Host -> why it could not be planned (a host failing discovery is planned no further)."""
+    return {
+        host: store.host(host).stage(outcome.stage).reason
+        for outcome in outcomes
+        for host, status in outcome.statuses.items()
+        if status == "failed"
+    }
 
+
+def stage_number(stage: str) -> int:
     return STAGE_IDS.index(stage) if stage in STAGE_IDS else 99
 
 

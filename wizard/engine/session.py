@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from wizard.answers.model import SUDO_PASSWORD_ENV, Answers
-from wizard.answers.profiles import DEMO_PROFILES, add_profile_option, check_profile, demo_answers  # noqa: F401 (re-exported)
 from wizard.engine.events import EventBus
 from wizard.engine.logs import HostLogs, Redactor
 from wizard.engine.runner import Runner

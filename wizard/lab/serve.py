@@ -41,7 +41,7 @@ def lab_answers(names: list[str], endpoints: dict[str, tuple[str, int]], key: Pa
 
 def rails16_answers(endpoints: dict[str, tuple[str, int]], key: Path, known_hosts: Path) -> dict:
     """assets/answers.rails-16.yaml with the hosts and SSH settings pointing at the served lab."""
-    from wizard.engine.session import demo_answers
+    from wizard.answers.profiles import demo_answers
 
     doc, _ = yamlio.load_with_lines(demo_answers("rails-16").read_text(encoding="utf-8"))
     doc["ssh"] = {

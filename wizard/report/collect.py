@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from wizard.cli.main import STAGE_IDS
+from wizard.engine.stage_order import STAGE_IDS
 from wizard.engine.state import HostRecord, StateStore, now
 from wizard.errors import StateError
 from wizard.report.model import HostSection, RunReport, StageRow, StageTotal

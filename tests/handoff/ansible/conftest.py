@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from wizard.cli.export_ansible import export_ansible_cmd
+from wizard.cli.export_ansible import main as export_ansible_cmd
 
 
 @dataclass

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from wizard.cli.export_k8s import k8s_cmd, saved_facts
+from wizard.cli.export_k8s import main as k8s_cmd
+from wizard.cli.export_k8s import saved_facts
 from wizard.export.k8s_inputs import gather
 from wizard.export.k8s_pods import nccl_pods, pair_hosts, perftest_pods, script
 from wizard.paths import assets_dir
@@ -151,8 +152,6 @@ def test_command_exports_from_saved_facts_without_contacting_hosts(answers, fact
 
 
 def test_help_is_cheap():
-    code = (
-        "import sys; from wizard.cli import export_k8s; print('pydantic' in sys.modules, 'asyncio' in sys.modules)"
-    )
+    code = "import sys; from wizard.cli import export_k8s; print('pydantic' in sys.modules, 'asyncio' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.stdout.split() == ["False", "False"], run.stderr

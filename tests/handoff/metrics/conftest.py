@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-ENTRY = "import sys\nfrom wizard.cli.metrics import metrics_cmd\nsys.exit(metrics_cmd(sys.argv[1:]))\n"
+ENTRY = "import sys\nfrom wizard.cli.metrics import main as metrics_cmd\nsys.exit(metrics_cmd(sys.argv[1:]))\n"
 
 
 def metrics(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

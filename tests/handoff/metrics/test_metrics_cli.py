@@ -15,7 +15,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.handoff.metrics.conftest import ENTRY
-from wizard.cli.metrics import metrics_cmd
+from wizard.cli.metrics import main as metrics_cmd
 from wizard.errors import UsageError
 
 ROOT = Path(__file__).parents[3]
@@ -23,7 +23,7 @@ ROOT = Path(__file__).parents[3]
 
 def test_help_loads_neither_asyncio_nor_ssh_nor_prometheus_client():
     code = (
-        "import sys\nfrom wizard.cli.metrics import metrics_cmd\n"
+        "import sys\nfrom wizard.cli.metrics import main as metrics_cmd\n"
         "try:\n    metrics_cmd(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('LOADED:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('asyncio', 'asyncssh', 'prometheus_client', 'steps'))))\n"

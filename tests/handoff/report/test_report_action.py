@@ -46,7 +46,7 @@ async def test_a_state_dir_without_a_run_is_an_error_notice_not_a_crash(tmp_path
 
 def test_report_help_loads_no_heavy_module() -> None:
     code = (
-        "import sys\nfrom wizard.cli.report import report_cmd\n"
+        "import sys\nfrom wizard.cli.report import main as report_cmd\n"
         "try:\n    report_cmd(['--help'])\nexcept SystemExit:\n    pass\n"
         "print('LOADED:' + ','.join(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('asyncio', 'asyncssh', 'pydantic', 'yaml', 'textual', 'steps'))))\n"

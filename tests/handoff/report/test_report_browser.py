@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.cli.report import report_cmd
+from wizard.cli.report import main as report_cmd
 
 CHROMIUM = next((p for p in map(shutil.which, ("chromium", "chromium-browser", "google-chrome")) if p), None)
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no headless Chromium on this machine")

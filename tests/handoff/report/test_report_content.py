@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from wizard.cli.main import STAGE_IDS
-from wizard.cli.report import report_cmd, to_json
+from wizard.cli.report import main as report_cmd
+from wizard.cli.report import to_json
+from wizard.engine.stage_order import STAGE_IDS
 from wizard.report.collect import collect
 from wizard.report.render import render
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from wizard.cli.report import report_cmd, to_json
+from wizard.cli.report import to_json
 from wizard.errors import EXIT_USAGE, StateError
 from wizard.report.collect import collect, seconds_between, tail
 from wizard.report.render import render
@@ -88,12 +88,10 @@ def test_a_directory_without_a_run_is_a_usage_error(
 ) -> None:
     with pytest.raises(StateError, match="no saved run in"):
         collect(tmp_path)
-    import wizard.cli.commands as commands
     from wizard.cli.main import main
 
-    # Through the CLI's error handling, as `roce-wizard report` will run once the lead registers it.
-    monkeypatch.setattr(commands, "dispatch", lambda name, args: report_cmd(list(args)))
-    assert main(["status", "--state-dir", str(tmp_path), "--html", str(tmp_path / "r.html")]) == EXIT_USAGE
+    # Through the CLI's error handling: one line, exit 2, no page written.
+    assert main(["report", "--state-dir", str(tmp_path), "--html", str(tmp_path / "r.html")]) == EXIT_USAGE
     assert "no saved run in" in capsys.readouterr().err
     assert not (tmp_path / "r.html").exists()
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from wizard.cli.main import STAGE_IDS
 from wizard.cli.report import to_json
+from wizard.engine.stage_order import STAGE_IDS
 from wizard.engine.state import RunRecord, StateStore
 from wizard.engine.step import CheckItem
 from wizard.report.collect import collect

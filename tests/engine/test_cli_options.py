@@ -1,0 +1,87 @@
+"""Every subcommand lives in wizard/cli/, parses, and shares the option groups defined once in wizard/cli/options.py:
+a command that takes --demo also takes --profile (and the rest of the target group), so commands cannot drift."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+import pytest
+
+from wizard.cli.export import EXPORTS
+from wizard.cli.main import SUBCOMMANDS, main
+from wizard.errors import EXIT_USAGE
+
+TARGET = {"--answers", "--demo", "--profile", "--state-dir"}  # plus --fault where the command reaches hosts
+READS_STATE_ONLY = {"status", "report"}  # nothing to inject a fault into
+
+
+def _parsers() -> dict[str, argparse.ArgumentParser]:
+    found = {}
+    for name, (module, _) in SUBCOMMANDS.items():
+        if name == "export":
+            for kind, kind_module in EXPORTS.items():
+                found[f"export {kind}"] = importlib.import_module(f"wizard.cli.{kind_module}").parser()
+        else:
+            found[name] = importlib.import_module(f"wizard.cli.{module}").parser()
+    found["(run)"] = importlib.import_module("wizard.cli.run").parser()
+    return found
+
+
+def _options(parser: argparse.ArgumentParser) -> set[str]:
+    return {s for action in parser._actions for s in action.option_strings}
+
+
+PARSERS = _parsers()
+
+
+def test_every_subcommand_is_a_module_of_the_cli_package_with_a_parser_named_after_it() -> None:
+    for name, parser in PARSERS.items():
+        if name != "(run)":
+            assert parser.prog == f"roce-wizard {name}"
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_a_command_that_takes_demo_takes_the_whole_target_group(name: str) -> None:
+    options = _options(PARSERS[name])
+    if "--demo" not in options:
+        assert "--profile" not in options or name == "lab", name  # lab serve is always simulated
+        return
+    assert TARGET <= options, (name, TARGET - options)
+    assert ("--fault" in options) == (name not in READS_STATE_ONLY), name
+
+
+@pytest.mark.parametrize("name", sorted(PARSERS))
+def test_every_command_answers_help(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [] if name == "(run)" else name.split()
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--help"])
+    assert exc.value.code == 0
+    assert "usage: roce-wizard" in capsys.readouterr().out
+
+
+def test_the_top_level_help_lists_each_subcommand_with_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    for name, (_, summary) in SUBCOMMANDS.items():
+        assert f"  {name}" in out and summary in out
+
+
+@pytest.mark.parametrize("command", ["check", "rollback", "export ansible", "switch-config", "plan", "metrics"])
+def test_profile_without_demo_is_one_usage_line(command: str, capsys: pytest.CaptureFixture[str]) -> None:
+    extra = {"export ansible": ["-o", "x"], "switch-config": ["--vendor", "sonic"]}.get(command, [])
+    argv = [*command.split(), "--answers", "assets/answers.example.yaml", "--profile", "rails-16", *extra]
+    assert main(argv) == EXIT_USAGE
+    assert capsys.readouterr().err == "roce-wizard: --profile only applies to the simulated cluster (--demo)\n"
+
+
+def test_the_cli_modules_import_no_private_name_from_each_other() -> None:
+    import ast
+    from pathlib import Path
+
+    for path in Path("wizard/cli").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("wizard"):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                assert not private, f"{path} imports {private} from {node.module}"
