@@ -3,7 +3,10 @@
 #  - tests/nslab (network-namespace hosts with real OpenSSH): sshd, sudo, iptables;
 #  - tests/vmlab (two qemu VMs with a real kernel): qemu, qemu-img, mmdebstrap (builds the VM image once), mke2fs;
 #  - both: ssh-keygen;
-#  - tests/handoff/metrics: promtool (Debian package prometheus) checks the shipped alert rules.
+#  - tests/handoff/metrics: promtool (Debian package prometheus) checks the shipped alert rules;
+#  - the HTML report tests (tests/handoff/report, tests/validate, tests/test_browser.py): headless Chromium (Debian
+#    package chromium) opens the run report and the bandwidth report, screenshots them and fails on a console error,
+#    a missing chart or a fetch from the network.
 # It needs root and apt-get; anywhere else it says so, changes nothing, and those tests skip with the reason.
 # Already installed tools are not touched. sshd is only installed: the namespace lab starts its own, one per host.
 set -eu
@@ -17,9 +20,11 @@ command -v mke2fs >/dev/null 2>&1 || [ -x /sbin/mke2fs ] || need="$need e2fsprog
 command -v sudo >/dev/null 2>&1 || need="$need sudo"
 command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || need="$need iptables"
 command -v promtool >/dev/null 2>&1 || need="$need prometheus"
+command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 ||
+  command -v google-chrome >/dev/null 2>&1 || need="$need chromium"
 [ -z "$need" ] && exit 0
 if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "labs: not installing$need (needs root and apt-get); tests/nslab and tests/vmlab will skip" >&2
+  echo "labs: not installing$need (needs root and apt-get); tests/nslab, tests/vmlab and the browser tests will skip" >&2
   exit 0
 fi
 echo "labs: installing$need" >&2
