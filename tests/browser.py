@@ -121,17 +121,19 @@ class Chromium:
     def __enter__(self) -> Chromium:
         self._profile = tempfile.TemporaryDirectory(prefix="roce-wizard-chromium-")
         profile = Path(self._profile.name)
-        # fd 3 in the child reads what we write; fd 4 in the child writes what we read. _child_fds puts the pipe ends
-        # there; pass_fds keeps them open through exec (3 and 4 are open here too: pipes take the lowest free fds).
+        # fd 3 in the child reads what we write; fd 4 in the child writes what we read. A shell puts the pipe ends
+        # there before it execs Chromium (no preexec_fn, which is unsafe once the test process has threads; bash, as
+        # dash takes only one-digit fd numbers).
         cmd_read, cmd_write = os.pipe()
         out_read, out_write = os.pipe()
         stderr = (profile / "stderr.log").open("wb")
         try:
             self._proc = subprocess.Popen(
-                [self.binary or "chromium", *FLAGS, f"--user-data-dir={profile / 'profile'}",
+                ["bash", "-c", f'exec "$0" "$@" 3<&{cmd_read} 4>&{out_write} {cmd_read}<&- {out_write}>&-',
+                 self.binary or "chromium", *FLAGS, f"--user-data-dir={profile / 'profile'}",
                  f"--window-size={self.width},{self.height}", "about:blank"],
-                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, pass_fds=(3, 4),
-                preexec_fn=lambda: _child_fds(cmd_read, out_write), start_new_session=True,
+                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr, pass_fds=(cmd_read, out_write),
+                start_new_session=True,
                 env={**os.environ, "HOME": str(profile)},
             )  # fmt: skip
         except BaseException:
@@ -380,11 +382,3 @@ def png_size(png: bytes) -> tuple[int, int]:
 
 def pdf_pages(pdf: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-
-
-def _child_fds(cmd_read: int, out_write: int) -> None:
-    """In the child, before exec: the command pipe on fd 3, the answer pipe on fd 4."""
-    # dup to high numbers first so that placing one cannot clobber the other
-    a, b = os.dup(cmd_read), os.dup(out_write)
-    os.dup2(a, 3)
-    os.dup2(b, 4)
