@@ -56,10 +56,12 @@ class LabVms:
         hosts: list[str] | None = None,
         ssh: dict[str, Any] | None = None,
         host_extra: dict[str, dict[str, Any]] | None = None,
+        file: str = "answers.yaml",
         **sections: Any,
     ) -> Path:
         """An answers file for these VMs (login ubuntu with passwordless sudo, strict host key checking);
-        ``ssh`` overrides ssh keys, ``host_extra`` adds keys to one host's entry."""
+        ``ssh`` overrides ssh keys, ``host_extra`` adds keys to one host's entry, ``file`` names it in the workdir
+        (two runs side by side need two files)."""
         chosen = [vm for vm in self.vms if hosts is None or vm.name in hosts]
         data: dict[str, Any] = {
             "version": 1,
@@ -82,7 +84,7 @@ class LabVms:
             "inference": {"enabled": False},
             **sections,
         }
-        path = self.workdir / "answers.yaml"
+        path = self.workdir / file
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path
 

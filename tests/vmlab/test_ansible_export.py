@@ -1,7 +1,8 @@
 """The exported Ansible project configures two real kernels' network stage as the wizard verifies it, idempotently.
 
 Run 1 of the playbook configures the bond and the rail (commit-confirmed), the wizard then finds nothing left to
-apply on the same hosts, and run 2 of the playbook reports changed=0.
+apply on the same hosts, and run 2 of the playbook reports changed=0. (A play whose change cuts SSH:
+tests/vmlab/test_cut_ssh.py.)
 """
 
 from __future__ import annotations
@@ -10,10 +11,8 @@ import os
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
-import asyncssh
 import pytest
 
 from tests.vmlab.conftest import LabVms
@@ -90,39 +89,3 @@ def test_the_exported_network_role_configures_the_vms_and_a_second_run_changes_n
     assert second.returncode == 0, second.stdout[-6000:] + second.stderr[-2000:]
     assert {h: c["changed"] for h, c in recap.items()} == {"vm1": 0, "vm2": 0}, second.stdout[-4000:]
     assert all(c["failed"] == 0 for c in recap.values())
-
-
-def test_a_change_that_cuts_ssh_fails_the_play_and_the_host_rolls_itself_back(lab_vms: LabVms) -> None:
-    # vm1's management NIC moved into a bond in another subnet: the change that strands an operator (as in
-    # test_real_kernel). The playbook must lose the host, fail it with the guard's message, and the host revert.
-    cut_off = {
-        "topology": "bond",
-        "allow_management_changes": ["vm1"],
-        "bonds": [{"name": "mgmt0", "mode": "active-backup", "members": ["eth0", "eth1"], "subnet": "10.0.9.0/24"}],
-    }
-    lab_vms.management_by_dhcp(lab_vms.vms[0])
-    answers = lab_vms.answers(cut_off, hosts=["vm1"], safe_apply={"revert_after_s": 60, "confirm_within_s": 20})
-    project = lab_vms.workdir / "ansible"
-    state = lab_vms.workdir / "state"
-    assert (
-        export_ansible_cmd(
-            ["--answers", str(answers), "--only", "network", "--state-dir", str(state), "-o", str(project)]
-        )
-        == 0
-    )
-    started = time.monotonic()
-    proc, recap = playbook(project)
-    assert proc.returncode != 0
-    assert recap["vm1"]["failed"] == 1, proc.stdout[-6000:]
-    assert "the host restores its old files and network by itself 60s after the revert was armed" in proc.stdout
-    vm1 = lab_vms.vms[0]
-    reverted = ""
-    while time.monotonic() - started < 400 and ".reverted" not in reverted:
-        try:
-            reverted = lab_vms.ssh(vm1, "ls /var/lib/roce-wizard/revert/", timeout_s=30).stdout
-        except (OSError, asyncssh.Error, TimeoutError):
-            time.sleep(5)
-    assert ".reverted" in reverted, "the host ran its revert"
-    assert "10.0.2.15/24" in lab_vms.ssh(vm1, "ip -br addr show eth0").stdout
-    assert lab_vms.ssh(vm1, "ip link show mgmt0").exit_status != 0, "the bond the change created is gone"
-    assert lab_vms.ssh(vm1, "test -e /etc/netplan/60-roce-wizard.yaml").exit_status == 1

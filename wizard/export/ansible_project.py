@@ -143,11 +143,17 @@ def _bastion(answers: Answers, jump: Any) -> str:
 
 
 def site(roles: list[str]) -> list[dict[str, Any]]:
-    """One play: the stages in the wizard's order on every host (a host that fails one stage stops there)."""
+    """One play: the stages in the wizard's order on every host (a host that fails one stage stops there).
+
+    ``strategy: free``: each role includes the host's own task file (hosts/<host>.yml), and under the default
+    linear strategy Ansible runs hosts that included different files one group after another, so the whole
+    fleet would be changed one host at a time (ansible/ansible#84385; seen on the qemu VMs: vm2 waited for all of
+    vm1's tasks). No task here depends on another host, so each host goes through its stages at its own pace."""
     return [
         {
             "name": "RoCE fabric bring-up, as planned by roce-wizard",
             "hosts": GROUP,
+            "strategy": "free",
             "gather_facts": False,
             "roles": roles,
         }

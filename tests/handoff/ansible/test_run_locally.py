@@ -146,3 +146,31 @@ def test_the_network_asserts_fail_naming_host_and_port_when_the_mtu_or_address_d
     proc = run_local(tmp_path, tasks, {"roce_wizard_network": wrong})
     assert proc.returncode != 0
     assert "net.ipv4.conf.lo.arp_ignore should be 7" in proc.stdout
+
+
+def test_hosts_run_their_own_task_files_at_the_same_time_not_one_after_another(tmp_path: Path) -> None:
+    """The play the export writes, with two hosts whose task files each wait for the other to have started: under
+    the default linear strategy Ansible runs the two include groups one after another and host a waits in vain."""
+    from wizard.export.ansible_project import GROUP, site
+
+    role = tmp_path / "roles" / "both" / "tasks"
+    (role / "hosts").mkdir(parents=True)
+    (role / "main.yml").write_text(
+        yaml.safe_dump([{"name": "Own file", "ansible.builtin.include_tasks": "hosts/{{ inventory_hostname }}.yml"}])
+    )
+    for me, peer in (("a", "b"), ("b", "a")):
+        tasks = [
+            {"name": "Started", "ansible.builtin.file": {"path": str(tmp_path / f"{me}.started"), "state": "touch"}},
+            {"name": "The peer runs too", "ansible.builtin.wait_for": {"path": str(tmp_path / f"{peer}.started"),
+                                                                       "timeout": 20}},
+        ]  # fmt: skip
+        (role / "hosts" / f"{me}.yml").write_text(yaml.safe_dump(tasks))
+    (tmp_path / "site.yml").write_text(yaml.safe_dump(site(["both"]), sort_keys=False))
+    local = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable}
+    inventory = {"all": {"children": {GROUP: {"hosts": {"a": local, "b": local}}}}}
+    (tmp_path / "inventory.yml").write_text(yaml.safe_dump(inventory))
+    proc = subprocess.run(
+        [PLAYBOOK or "", "-i", "inventory.yml", "site.yml"], cwd=tmp_path, capture_output=True, text=True, env=ENV,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:]
