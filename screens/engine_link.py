@@ -11,12 +11,12 @@ from pydantic import ValidationError
 
 from steps import all_steps
 from wizard.answers.model import Answers, parse_answers
+from wizard.answers.profiles import demo_answers
 from wizard.answers.write import dump_answers
 from wizard.engine.events import EventBus
 from wizard.engine.session import (
     Session,
     check_faults,
-    demo_answers,
     demo_state_dir,
     open_session,
     production_targets,

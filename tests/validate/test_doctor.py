@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 from tests.validate.labkit import lab_executors, quick_start  # noqa: F401
-from wizard.cli.bwtest import print_findings
+from wizard.cli.doctor import print_findings
 from wizard.validate.doctor import TREES, diagnose
 
 
