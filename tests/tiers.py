@@ -23,7 +23,7 @@ TIERS = {  # name -> pytest arguments; every test belongs to exactly one tier
     "qemu": ["-m", "vmlab"],
     "main": ["-m", "not vmlab"],
 }
-REPORT = ["-q", "--durations=15", "-p", "no:cacheprovider"]
+REPORT = ["-q", "-rfEs", "--durations=15", "-p", "no:cacheprovider"]  # -rs: every skip says why
 
 
 def main(extra: list[str]) -> int:

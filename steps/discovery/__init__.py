@@ -7,18 +7,12 @@ Modules (the same shape in every stage where it fits):
 - ``links``: link flap counters
 - ``lldp``: LLDP neighbours, rail cabling, switch PFC/MTU
 
-The stage itself is ``steps.discovery.Discovery``; it is loaded on first use, so importing one of the pure modules
-(``steps.discovery.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.discovery.Discovery``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["Discovery"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Discovery":
-        from steps.discovery.stage import Discovery
-
-        return Discovery
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "Discovery")

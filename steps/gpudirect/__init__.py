@@ -7,18 +7,12 @@ Modules (the same shape in every stage where it fits):
 - ``rebuild``: nvidia-peermem rebuild against the RDMA stack
 - ``verify``: evidence GPUDirect RDMA is used
 
-The stage itself is ``steps.gpudirect.GpuDirect``; it is loaded on first use, so importing one of the pure modules
-(``steps.gpudirect.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.gpudirect.GpuDirect``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["GpuDirect"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "GpuDirect":
-        from steps.gpudirect.stage import GpuDirect
-
-        return GpuDirect
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "GpuDirect")

@@ -11,18 +11,12 @@ Modules (the same shape in every stage where it fits):
 - ``checks``: verdicts
 - ``bench``: health check and latency/throughput probe
 
-The stage itself is ``steps.inference.Inference``; it is loaded on first use, so importing one of the pure modules
-(``steps.inference.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.inference.Inference``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["Inference"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Inference":
-        from steps.inference.stage import Inference
-
-        return Inference
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "Inference")

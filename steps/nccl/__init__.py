@@ -12,18 +12,12 @@ Modules (the same shape in every stage where it fits):
 - ``verdict``: verdicts on a run
 - ``causes``: named causes of a failed run
 
-The stage itself is ``steps.nccl.Nccl``; it is loaded on first use, so importing one of the pure modules
-(``steps.nccl.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.nccl.Nccl``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["Nccl"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Nccl":
-        from steps.nccl.stage import Nccl
-
-        return Nccl
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "Nccl")

@@ -14,18 +14,12 @@ Modules (the same shape in every stage where it fits):
 - ``wiring``: cabling verdicts
 - ``routes``: per-rail routing end to end
 
-The stage itself is ``steps.network.Network``; it is loaded on first use, so importing one of the pure modules
-(``steps.network.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.network.Network``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["Network"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Network":
-        from steps.network.stage import Network
-
-        return Network
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "Network")

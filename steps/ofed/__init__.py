@@ -11,18 +11,12 @@ Modules (the same shape in every stage where it fits):
 - ``repo``: package sources (online or air-gapped)
 - ``firmware``: adapter firmware against the release's table
 
-The stage itself is ``steps.ofed.Ofed``; it is loaded on first use, so importing one of the pure modules
-(``steps.ofed.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.ofed.Ofed``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["Ofed"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Ofed":
-        from steps.ofed.stage import Ofed
-
-        return Ofed
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "Ofed")

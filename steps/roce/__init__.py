@@ -9,18 +9,12 @@ Modules (the same shape in every stage where it fits):
 - ``checks``: verification
 - ``dcbx``: NIC vs switch PFC (LLDP)
 
-The stage itself is ``steps.roce.Roce``; it is loaded on first use, so importing one of the pure modules
-(``steps.roce.facts`` from a parser test, say) does not load the whole stage.
+The stage itself is ``steps.roce.Roce``, loaded on first use (``steps.stage_entry``).
 """
 
 from __future__ import annotations
 
+from steps import stage_entry
+
 __all__ = ["Roce"]
-
-
-def __getattr__(name: str) -> object:
-    if name == "Roce":
-        from steps.roce.stage import Roce
-
-        return Roce
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = stage_entry(__name__, "Roce")

@@ -85,3 +85,24 @@ def test_the_cli_modules_import_no_private_name_from_each_other() -> None:
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("wizard"):
                 private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
                 assert not private, f"{path} imports {private} from {node.module}"
+
+
+def test_the_stage_ids_the_cli_offers_are_the_stages_in_run_order() -> None:
+    from steps import all_steps
+    from wizard.engine.stage_order import STAGE_IDS
+
+    assert [step.id for step in all_steps()] == list(STAGE_IDS)
+
+
+def test_each_stage_package_offers_its_stage_class_without_loading_it_early() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, steps.network.facts\n"
+        "print('steps.network.stage' in sys.modules)\n"
+        "from steps.network import Network\n"
+        "print(Network.__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "steps.network.stage"]
