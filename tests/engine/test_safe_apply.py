@@ -100,9 +100,10 @@ async def test_a_change_slower_than_the_revert_timer_is_reported_rolled_back_not
             summary="slow change",
             impact=Impact.DISRUPTIVE,
             files=[FileWrite(path="/etc/roce-wizard-slow.conf", content="new\n")],
-            commands=[RemoteCommand(argv=["sleep", "600"])],  # 0.6 s in the lab, the timer fires after 0.1 s
+            # 3 s in the lab; the timer, a safety window, fires after 10 % of 10 s (wizard/engine/clock.py)
+            commands=[RemoteCommand(argv=["sleep", "3000"])],
         )
-        guard = Guard(revert_after_s=100, confirm_timeout_s=50, clock_scale=0.001)
+        guard = Guard(revert_after_s=10, confirm_timeout_s=5, clock_scale=0.001)
         with pytest.raises(StepFailed, match="revert timer fired before the wizard could confirm"):
             await apply_change(ex, change, "/var/lib/roce-wizard/backups/t/slow", 60, guard)
         assert (await ex.run(["test", "-e", "/etc/roce-wizard-slow.conf"])).exit_status == 1, "the revert ran"

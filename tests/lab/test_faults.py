@@ -271,8 +271,9 @@ async def test_lockout_cuts_ssh_after_the_matching_command_until_an_armed_revert
 
     lab = await make_lab("server2:lockout=netplan apply")
     try:
-        # 1500 simulated seconds are 1.5 s here: the cut is seen before the revert even on a busy machine
-        armed = await ssh(lab, "server2", "sudo systemd-run --unit=revert-1 --on-active=1500s /bin/true")
+        # A revert timer is a safety window: 15 s run at no less than 10 % of real time (wizard/engine/clock.py),
+        # 1.5 s here, so the cut is seen before the revert even on a busy machine
+        armed = await ssh(lab, "server2", "sudo systemd-run --unit=revert-1 --on-active=15s /bin/true")
         assert "Running timer as unit: revert-1.timer" in armed.stderr
         await ssh(lab, "server2", "sudo netplan apply")
         await asyncio.sleep(0.05)
@@ -299,3 +300,31 @@ async def test_a_stopped_transient_timer_never_fires() -> None:
         assert (await ssh(lab, "server1", "test -e /tmp/fired")).exit_status == 1
     finally:
         await lab.stop()
+
+
+async def test_a_revert_timer_on_the_fast_lab_clock_keeps_a_floor_of_real_time() -> None:
+    """The lab runs at 0.1 % here; a 10 s revert timer still gives the wizard 1 s (10 %), not 10 ms: what runs in
+    that window is the wizard's own work, which a faster simulated clock does not speed up (a loaded machine
+    missed a 1.2 s window on every rails-16 host)."""
+    import asyncio
+
+    lab = await make_lab()
+    try:
+        await ssh(lab, "server1", "sudo systemd-run --unit=t2 --on-active=10s /usr/bin/touch /tmp/fired")
+        await asyncio.sleep(0.3)
+        assert (await ssh(lab, "server1", "test -e /tmp/fired")).exit_status == 1, "fired before the floor"
+        for _ in range(100):
+            if (await ssh(lab, "server1", "test -e /tmp/fired")).exit_status == 0:
+                break
+            await asyncio.sleep(0.1)
+        assert (await ssh(lab, "server1", "test -e /tmp/fired")).exit_status == 0, "the timer fires after the floor"
+    finally:
+        await lab.stop()
+
+
+def test_a_safety_window_says_both_the_answers_value_and_the_one_in_force() -> None:
+    from wizard.engine.clock import said, window_scale
+
+    assert (window_scale(1.0), window_scale(0.5), window_scale(0.02), window_scale(0.001)) == (1.0, 0.5, 0.1, 0.1)
+    assert said(120, 1.0) == "120s"
+    assert said(120, 0.02) == "120s (12s on the simulated clock)"

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from wizard.answers.model import Answers
+from wizard.engine.clock import said, window_scale
 from wizard.engine.step import Change, Impact, RemoteCommand
 from wizard.executors.base import CommandTimeout, ConnectionLost, Executor, ExecutorError
 
@@ -35,6 +36,13 @@ class Guard:
     confirm_timeout_s: float = 45.0
     clock_scale: float = 1.0
     """The simulated lab runs its clocks faster; the wizard's own waits follow it (1.0 on real hosts)."""
+
+    def window(self, seconds: float) -> float:
+        """Real seconds of a safety window on this clock (wizard/engine/clock.py: never below a floor)."""
+        return seconds * window_scale(self.clock_scale)
+
+    def said(self, seconds: float) -> str:
+        return said(seconds, self.clock_scale)
 
 
 def guard_for(answers: Answers, clock_scale: float = 1.0) -> Guard:
@@ -165,7 +173,7 @@ async def _restore(executor: Executor, written: list[tuple[str, str | None]]) ->
 async def _confirm_or_report(
     executor: Executor, change: Change, armed: ArmedRevert, guard: Guard, cause: str | None
 ) -> None:
-    deadline = time.monotonic() + guard.confirm_timeout_s * guard.clock_scale
+    deadline = time.monotonic() + guard.window(guard.confirm_timeout_s)
     last = cause or ""
     while time.monotonic() < deadline:
         try:
@@ -173,9 +181,10 @@ async def _confirm_or_report(
             if not (await executor.run(["mkdir", "--", armed.claim], sudo=True)).ok:
                 # The timer fired first (the change took longer than revert_after_s): the host is reverting.
                 await _await_revert(executor, armed, guard)
+                window = guard.said(guard.revert_after_s)
                 raise StepFailed(
                     f"the host rolled itself back: its revert timer fired before the wizard could confirm the "
-                    f"change (the change took longer than safe_apply.revert_after_s = {guard.revert_after_s:g}s; "
+                    f"change (the change took longer than safe_apply.revert_after_s = {window}; "
                     f"raise it); the change is NOT in place; change: {change.summary}"
                 )
             await executor.run(["systemctl", "stop", f"{armed.name}.timer"], sudo=True)
@@ -188,16 +197,16 @@ async def _confirm_or_report(
             )
         except ExecutorError as exc:
             last = exc.detail
-            await asyncio.sleep(min(1.0, guard.confirm_timeout_s * guard.clock_scale / 5))
-    revert_in = guard.revert_after_s * guard.clock_scale
+            await asyncio.sleep(min(1.0, guard.window(guard.confirm_timeout_s) / 5))
+    revert_in = guard.window(guard.revert_after_s)
     await asyncio.sleep(max(0.0, armed.armed_at + revert_in - time.monotonic()))
     reverted = await _await_revert(executor, armed, guard)
     # The verdict comes first: a narrow screen or a one-line log still shows what happened.
-    why = f"no new SSH connection within {guard.confirm_timeout_s:g}s after the change ({last})"
+    why = f"no new SSH connection within {guard.said(guard.confirm_timeout_s)} after the change ({last})"
     if reverted:
         raise StepFailed(
-            f"the host rolled itself back after {guard.revert_after_s:g}s: the change is NOT in place and the host "
-            f"is reachable again; {why}; change: {change.summary}"
+            f"the host rolled itself back after {guard.said(guard.revert_after_s)}: the change is NOT in place and "
+            f"the host is reachable again; {why}; change: {change.summary}"
         )
     raise StepFailed(
         f"the host is reachable again but its revert did not report back: check its files against the backups; "
@@ -207,7 +216,7 @@ async def _confirm_or_report(
 
 async def _await_revert(executor: Executor, armed: ArmedRevert, guard: Guard) -> bool:
     """Reconnect and wait for the revert to report back (it re-applies the network: that takes a while)."""
-    deadline = time.monotonic() + REVERT_RUNS_FOR_S * guard.clock_scale
+    deadline = time.monotonic() + guard.window(REVERT_RUNS_FOR_S)
     await executor.wait_until_back(timeout_s=guard.revert_after_s + 120)
     while True:
         try:
@@ -219,4 +228,4 @@ async def _await_revert(executor: Executor, armed: ArmedRevert, guard: Guard) ->
             await executor.wait_until_back(timeout_s=guard.revert_after_s + 120)
         if time.monotonic() > deadline:
             return False
-        await asyncio.sleep(min(2.0, REVERT_RUNS_FOR_S * guard.clock_scale / 30))
+        await asyncio.sleep(min(2.0, guard.window(REVERT_RUNS_FOR_S) / 30))

@@ -9,6 +9,7 @@ import time
 from dataclasses import dataclass, field
 
 from wizard.engine.apply import BACKUP_ROOT, REVERT_DIR, REVERT_RUNS_FOR_S, ArmedRevert
+from wizard.engine.clock import window_scale
 from wizard.engine.state import StageRecord
 from wizard.engine.step import Change
 from wizard.executors.base import Executor
@@ -117,11 +118,11 @@ async def settle_reverts(executor: Executor, clock_scale: float = 1.0) -> list[s
             done.append(f"{name}: disarmed (left armed by an interrupted run)")
         else:
             running = await executor.run(["systemctl", "is-active", "--quiet", f"{name}.service"], sudo=True)
-            deadline = time.monotonic() + REVERT_RUNS_FOR_S * clock_scale
+            deadline = time.monotonic() + REVERT_RUNS_FOR_S * window_scale(clock_scale)
             while running.ok and time.monotonic() < deadline:
                 if (await executor.run(["test", "-e", armed.reverted_marker], sudo=True)).ok:
                     break
-                await asyncio.sleep(min(2.0, REVERT_RUNS_FOR_S * clock_scale / 30))
+                await asyncio.sleep(min(2.0, REVERT_RUNS_FOR_S * window_scale(clock_scale) / 30))
             if (await executor.run(["test", "-e", armed.reverted_marker], sudo=True)).ok:
                 await executor.run(["rm", "-rf", "--", armed.claim], sudo=True)
                 done.append(f"{name}: had rolled the host back; the stage re-plans")

@@ -16,6 +16,7 @@ import asyncio
 import getopt
 import time
 
+from wizard.engine.clock import window_scale
 from wizard.lab.commands import command
 from wizard.lab.shell.interp import IO
 from wizard.lab.streams import CommandFailed, Ctx, Input
@@ -92,7 +93,7 @@ def _usage(message: str) -> CommandFailed:
 
 async def _acquire(ctx: Ctx, lock: _Lock, exclusive: bool, wait_s: float | None) -> bool:
     """Take ``lock``; ``wait_s`` None waits for ever, 0 not at all (-n)."""
-    deadline = None if wait_s is None else time.monotonic() + wait_s * ctx.host.time_scale
+    deadline = None if wait_s is None else time.monotonic() + wait_s * window_scale(ctx.host.time_scale)
     while not lock.try_take(exclusive):
         if deadline is not None and time.monotonic() >= deadline:
             return False

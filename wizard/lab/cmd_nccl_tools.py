@@ -7,6 +7,7 @@ import dataclasses
 import posixpath
 from dataclasses import dataclass, field
 
+from wizard.engine.clock import window_scale
 from wizard.lab import nccl_sim as sim
 from wizard.lab import packages
 from wizard.lab.cmd_nccl import binary_kind, find_host
@@ -227,7 +228,7 @@ async def torchrun(ctx: Ctx) -> int:
     if len(rdzv.joined) >= nnodes:
         rdzv.ready.set()
     try:
-        await asyncio.wait_for(rdzv.ready.wait(), 60 * ctx.host.time_scale)
+        await asyncio.wait_for(rdzv.ready.wait(), 60 * window_scale(ctx.host.time_scale))
     except TimeoutError:
         RENDEZVOUS.pop(key, None)
         raise CommandFailed(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 
+from wizard.engine.clock import window_scale
 from wizard.lab.commands import REGISTRY, Handler, command, require_root
 from wizard.lab.streams import CommandFailed, Ctx, TextInput
 
@@ -55,7 +56,8 @@ async def systemd_run(ctx: Ctx) -> int:
     line = shlex.join(rest)
 
     async def fire() -> None:
-        await asyncio.sleep(delay * host.time_scale)
+        # A safety window: on the lab's fast clock it keeps a floor (wizard/engine/clock.py), as the wizard's wait does.
+        await asyncio.sleep(delay * window_scale(host.time_scale))
         _timers(host).pop(name, None)
         await host.run_as_root(line, out=_Journal(host, name), err=_Journal(host, name), stdin=TextInput(""))
         if getattr(host, "locked_out", False):
