@@ -26,9 +26,22 @@ TIERS = {  # name -> pytest arguments; every test belongs to exactly one tier
 REPORT = ["-q", "-rfEs", "--durations=15", "-p", "no:cacheprovider"]  # -rs: every skip says why
 
 
+def cpu_seconds() -> tuple[float, float] | None:
+    """(busy, all) CPU seconds of the whole machine so far, from /proc/stat (None where there is none): the qemu
+    guests run as daemons, outside any tier's process tree, so only the machine's own count sees them."""
+    try:
+        fields = [float(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+    return (sum(fields) - idle) / tick, sum(fields) / tick
+
+
 def main(extra: list[str]) -> int:
     logs = Path(tempfile.mkdtemp(prefix="roce-wizard-tiers-"))
     started = time.monotonic()
+    cpu_start = cpu_seconds()
     qemu_log = (logs / "qemu.log").open("w")
     qemu = subprocess.Popen(
         [sys.executable, "-m", "pytest", *TIERS["qemu"], *REPORT, *extra],
@@ -56,6 +69,13 @@ def main(extra: list[str]) -> int:
     print("=" * 89)
     print(f"tiers: main tier exit {main_code} ({_summary(main_code)}) after {main_s:.0f} s")
     print(f"tiers: qemu tier exit {qemu_code} ({_summary(qemu_code)}); whole run {total_s:.0f} s")
+    cpu_end = cpu_seconds()
+    if cpu_start and cpu_end:
+        busy, whole = cpu_end[0] - cpu_start[0], cpu_end[1] - cpu_start[1]
+        print(
+            f"tiers: the machine's {os.cpu_count()} CPUs were busy {busy:.0f} of {whole:.0f} CPU-seconds "
+            f"({busy / max(whole, 1):.0%})"
+        )
     # Exit 5 is pytest's "no tests collected": a tier filtered to nothing by the extra arguments is not a failure.
     failed = [code for code in (main_code, qemu_code) if code not in (0, 5)]
     if main_code == 5 and qemu_code == 5:

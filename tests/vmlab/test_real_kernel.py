@@ -1,18 +1,21 @@
 """The wizard against two real Linux kernels (qemu VMs) over real SSH: no simulator anywhere.
 
 What only a real kernel can show: netplan rendering through systemd-networkd, the bonding driver's own view of a
-bond (/proc/net/bonding), jumbo frames across it and Soft-RoCE carrying a real ib_write_bw. (A host that rolls a
-change back by itself when the change cut its SSH: tests/vmlab/test_cut_ssh.py.)
+bond (/proc/net/bonding), jumbo frames across it, Soft-RoCE carrying a real ib_write_bw, and a dark rail that does
+not hold a boot at network-online. (A host that rolls a change back by itself when the change cut its SSH:
+tests/vmlab/test_cut_ssh.py.)
 """
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
 
 from tests.vmlab.conftest import LabVms
+from tests.vmlab.vms import Vm
 from wizard.parsers import parse
 
 pytestmark = pytest.mark.vmlab
@@ -51,7 +54,8 @@ def test_the_network_stage_builds_a_bond_the_kernel_agrees_with_and_real_rdma_tr
 ) -> None:
     """One configured pair, read every way it can be (each step used to pay for its own network apply):
     discovery's facts, the bonding driver's view, jumbo frames, a re-run that plans nothing, a real ib_write_bw
-    over Soft-RoCE on the rail and on the bond shown by bwtest, and `roce-wizard rollback` on one host."""
+    over Soft-RoCE on the rail and on the bond shown by bwtest, `roce-wizard rollback` on one host, and a dark
+    rail against real systemd-networkd-wait-online on the other."""
     answers = lab_vms.answers(BOND_AND_RAIL)
     code, events, stderr = lab_vms.wizard("--answers", str(answers), "--only", "discovery,network", "--yes", "--json")
     assert code == 0, stderr
@@ -120,3 +124,32 @@ def test_the_network_stage_builds_a_bond_the_kernel_agrees_with_and_real_rdma_tr
     assert lab_vms.ssh(vm2, "test -e /etc/netplan/60-roce-wizard.yaml").exit_status == 1
     assert "master" not in lab_vms.ssh(vm2, "ip -br link show eth1; ip link show eth1").stdout
     assert lab_vms.ssh(vm1, "test -e /proc/net/bonding/bond0").exit_status == 0, "vm1 was not chosen"
+
+    # Boot waits: the rail's cable goes dark on vm1, whose configuration is still the wizard's.
+    assert_a_dark_rail_holds_network_online_only_without_optional(lab_vms, vm1)
+
+
+WAIT = "/lib/systemd/systemd-networkd-wait-online --timeout=8"
+
+
+def assert_a_dark_rail_holds_network_online_only_without_optional(lab_vms: LabVms, vm: Vm) -> None:
+    """A rail whose peer is off must never hold a real boot at network-online.target.
+
+    systemd-networkd-wait-online(8) waits (120 s by default) for every link networkd manages that is required for
+    online; netplan's `optional: true` ("not required for booting", netplan-yaml) makes netplan write
+    RequiredForOnline=no for it. Real netplan and a real systemd-networkd-wait-online (Debian 12) answer for the file
+    the network stage wrote, with the rail's cable dark (qemu `set_link ... off`: the guest NIC loses carrier)."""
+    assert "optional: true" in lab_vms.ssh(vm, "cat /etc/netplan/60-roce-wizard.yaml").stdout
+    vm.hmp("set_link d3 off")  # eth3's cable goes dark, as when the back-to-back peer is powered off
+    deadline = time.monotonic() + 30
+    while lab_vms.ssh(vm, "cat /sys/class/net/eth3/carrier").stdout.strip() != "0":
+        assert time.monotonic() < deadline, "eth3 kept its carrier after set_link off"
+        time.sleep(1)
+    quick = lab_vms.ssh(vm, WAIT)
+    assert quick.exit_status == 0, f"wait-online waited for the optional rail: {quick.stdout}{quick.stderr}"
+    # The same file without `optional: true` (what the wizard wrote before): real networkd waits for the dark rail.
+    lab_vms.ssh(vm, "sed -i '/optional: true/d' /etc/netplan/60-roce-wizard.yaml && netplan generate")
+    lab_vms.ssh(vm, "networkctl reload")
+    stalled = lab_vms.ssh(vm, WAIT)
+    assert stalled.exit_status != 0, "a required rail without carrier must make wait-online time out"
+    assert "Timeout occurred while waiting for network connectivity" in stalled.stdout + stalled.stderr
