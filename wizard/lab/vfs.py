@@ -48,6 +48,8 @@ class VFS:
     # -- paths -------------------------------------------------------------------------------------------
     @staticmethod
     def abspath(path: str, cwd: str = "/") -> str:
+        if path[:1] == "/" and "//" not in path and "/." not in path and path[-1] != "/":
+            return path  # already normal: the common case of thousands of sysfs reads skips normpath
         joined = path if path.startswith("/") else posixpath.join(cwd, path)
         norm = posixpath.normpath(joined)
         # POSIX keeps a leading "//"; Linux treats it as "/".

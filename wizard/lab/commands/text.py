@@ -6,7 +6,7 @@ import re
 
 from wizard.lab.commands import command, getopts
 from wizard.lab.streams import CommandFailed, Ctx
-from wizard.lab.vfs import Dir, FsError
+from wizard.lab.vfs import FsError
 
 
 def bre_to_python(pattern: str) -> str:
@@ -37,11 +37,7 @@ async def _inputs(ctx: Ctx, files: list[str]) -> list[tuple[str, str | None, str
                 out.append(("(standard input)", stdin, None))
                 stdin = ""  # like a pipe: a second "-" reads nothing more
                 continue
-            node = ctx.fs.lookup(f, ctx.cwd)
-            if isinstance(node, Dir):
-                out.append((f, None, "Is a directory"))
-                continue
-            try:
+            try:  # one path walk per file: reading a directory fails with EISDIR, as grep reports it
                 out.append((f, ctx.read_text(f), None))
             except FsError as exc:
                 out.append((f, None, exc.reason))
