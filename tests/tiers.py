@@ -1,17 +1,22 @@
-"""The whole test suite as two pytest runs side by side, the README's test command (and CI's, through .ci/run).
+"""The whole test suite as pytest runs side by side on both cores, the README's test command (and CI's, via .ci/run).
 
-The qemu tier (`pytest -m vmlab`: two TCG guests with a real kernel) spends most of its time waiting on the guests,
-so on a 2-core machine it runs beside everything else instead of after it. Each tier is a plain pytest run (its
-own process, its own summary); both summaries are printed, and the run fails if either tier fails.
+The qemu tier (`pytest -m vmlab`: two TCG guests with a real kernel) runs beside everything else instead of after
+it. The rest (the main tier) is shared by two pytest processes through tests/share_work.py: one starts at once and
+walks the test files from the front; the other starts when the qemu tier is done and walks them from the back, so
+both cores stay busy to the end. Every test runs exactly once, each process prints its own summary, and the run fails
+if any of them fails.
 
-    python tests/tiers.py [PYTEST ARGS...]     # extra arguments go to both tiers, e.g. -x or -k bond
+    python tests/tiers.py [PYTEST ARGS...]     # extra arguments go to every run, e.g. -x or -k bond
 
-The qemu tier's output is kept in a file and printed in full when it ends; the other tier prints as it goes.
+The second lane's output (qemu tier, then its share of the main tier) is kept in a file and printed when it ends;
+the first lane prints as it goes.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -40,35 +45,49 @@ def cpu_seconds() -> tuple[float, float] | None:
 
 def main(extra: list[str]) -> int:
     logs = Path(tempfile.mkdtemp(prefix="roce-wizard-tiers-"))
+    claims = logs / "claims"
+    pytest = [sys.executable, "-m", "pytest", *REPORT, *extra]
+    share = ["-p", "tests.share_work"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "ROCE_WIZARD_TEST_CLAIMS": str(claims)}
     started = time.monotonic()
     cpu_start = cpu_seconds()
-    qemu_log = (logs / "qemu.log").open("w")
-    qemu = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *TIERS["qemu"], *REPORT, *extra],
+    lane_log = (logs / "qemu.log").open("w")
+    # The second lane: the qemu tier, then (whatever it finds) its share of the main tier from the back.
+    lane = subprocess.Popen(
+        [sys.executable, "-c", LANE, json.dumps([pytest + TIERS["qemu"], pytest + TIERS["main"] + share])],
         cwd=ROOT,
-        stdout=qemu_log,
+        stdout=lane_log,
         stderr=subprocess.STDOUT,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env={**env, "ROCE_WIZARD_TEST_CLAIM_ORDER": "reverse"},
     )
-    print(f"tiers: qemu tier started (pid {qemu.pid}, output in {logs / 'qemu.log'}); main tier follows", flush=True)
+    print(f"tiers: qemu tier started (pid {lane.pid}, output in {logs / 'qemu.log'}); main tier follows", flush=True)
     try:
-        main_code = subprocess.call([sys.executable, "-m", "pytest", *TIERS["main"], *REPORT, *extra], cwd=ROOT)
+        main_code = subprocess.call(
+            pytest + TIERS["main"] + share, cwd=ROOT, env={**env, "ROCE_WIZARD_TEST_CLAIM_ORDER": "forward"}
+        )
         main_s = time.monotonic() - started
-        if qemu.poll() is None:
-            print(f"tiers: main tier done in {main_s:.0f} s; waiting for the qemu tier", flush=True)
-        qemu_code = qemu.wait()
+        if lane.poll() is None:
+            print(f"tiers: main tier's first lane done in {main_s:.0f} s; waiting for the second", flush=True)
+        lane.wait()
     except KeyboardInterrupt:
-        qemu.terminate()
-        qemu.wait()
+        lane.terminate()
+        lane.wait()
         raise
     finally:
-        qemu_log.close()
+        lane_log.close()
     total_s = time.monotonic() - started
-    print("\n" + "=" * 30 + " qemu tier (pytest -m vmlab) " + "=" * 30, flush=True)
-    sys.stdout.write((logs / "qemu.log").read_text(errors="replace"))
-    print("=" * 89)
-    print(f"tiers: main tier exit {main_code} ({_summary(main_code)}) after {main_s:.0f} s")
-    print(f"tiers: qemu tier exit {qemu_code} ({_summary(qemu_code)}); whole run {total_s:.0f} s")
+    print("\n" + "=" * 20 + " qemu tier (pytest -m vmlab), then this lane's share of the main tier " + "=" * 20)
+    text = (logs / "qemu.log").read_text(errors="replace")
+    sys.stdout.write(text)
+    print("=" * 110)
+    codes = [int(c) for c in re.findall(r"^lane: exit (-?\d+)$", text, re.M)]
+    qemu_code, share_code = (codes + [1, 1])[:2] if codes else (1, 1)
+    print(f"tiers: main tier, first lane: exit {main_code} ({_summary(main_code)}) after {main_s:.0f} s")
+    print(f"tiers: qemu tier exit {qemu_code} ({_summary(qemu_code)}); main tier, second lane: exit {share_code} "
+          f"({_summary(share_code)}); whole run {total_s:.0f} s")  # fmt: skip
+    unclaimed = unclaimed_units(claims)
+    if unclaimed:
+        print(f"tiers: {len(unclaimed)} file(s) of the main tier ran in neither lane: {', '.join(unclaimed[:5])}")
     cpu_end = cpu_seconds()
     if cpu_start and cpu_end:
         busy, whole = cpu_end[0] - cpu_start[0], cpu_end[1] - cpu_start[1]
@@ -77,10 +96,30 @@ def main(extra: list[str]) -> int:
             f"({busy / max(whole, 1):.0%})"
         )
     # Exit 5 is pytest's "no tests collected": a tier filtered to nothing by the extra arguments is not a failure.
-    failed = [code for code in (main_code, qemu_code) if code not in (0, 5)]
-    if main_code == 5 and qemu_code == 5:
+    every = (main_code, qemu_code, share_code)
+    failed = [code for code in every if code not in (0, 5)] + ([1] if unclaimed else [])
+    if all(code == 5 for code in every):
         return 5
     return failed[0] if failed else 0
+
+
+def unclaimed_units(claims: Path) -> list[str]:
+    """Units some lane collected but no lane claimed (a lane stopped by -x or a crash leaves some: that run fails)."""
+    listed = {}
+    for units in claims.glob("units-*"):
+        for line in units.read_text().splitlines():
+            digest, _, unit = line.partition(" ")
+            listed[digest] = unit
+    return sorted(unit for digest, unit in listed.items() if not (claims / digest).exists())
+
+
+# The second lane, as a small program of its own: run each pytest command in turn, print each exit status.
+LANE = """
+import json, subprocess, sys
+for command in json.loads(sys.argv[1]):
+    code = subprocess.call(command)
+    print(f"lane: exit {code}", flush=True)
+"""
 
 
 def _summary(code: int) -> str:
