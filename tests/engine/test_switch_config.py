@@ -6,6 +6,7 @@ patterns and ranges below); Arista AVD eos_cli_config_gen templates (EOS line fo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -19,7 +20,7 @@ from tests.steps.facts_builder import reference_host
 from wizard.answers.model import Answers
 from wizard.engine.step import ClusterView
 from wizard.parsers.lldp import LldpNeighbor
-from wizard.switchcfg import VENDORS, SwitchQos, port_map, render, unconfigured, write
+from wizard.switchcfg import VENDORS, SwitchQos, plan_jobs, port_map, render, unconfigured, write
 from wizard.switchcfg import sonic as sonic_mod
 
 HOSTS = ("gpu-001", "gpu-002", "gpu-003", "gpu-004")
@@ -56,10 +57,20 @@ def fabric(body: str = "") -> tuple[ClusterView, SwitchQos]:
     return ClusterView(ans, fabric_facts()), SwitchQos.from_answers(ans)
 
 
+def sonic_name(swp: str) -> str:
+    """The SONiC port behind Cumulus-style swpN in these facts (what the port map resolves, Ethernet0 = port 1)."""
+    return f"Ethernet{(int(swp[3:]) - 1) * 8}"
+
+
 def all_files(body: str = "") -> dict[str, dict[str, str]]:
     view, qos = fabric(body)
     ports = port_map(view)
-    return {v: {s: render(v, s, uses, qos) for s, uses in ports.items()} for v in VENDORS}
+    files = {v: {s: render(v, s, uses, qos) for s, uses in ports.items()} for v in VENDORS if v != "sonic"}
+    files["sonic"] = {
+        s: render("sonic", s, [dataclasses.replace(u, port=sonic_name(u.port)) for u in uses], qos)
+        for s, uses in ports.items()
+    }
+    return files
 
 
 # -- the port map ------------------------------------------------------------------------------------------------
@@ -117,7 +128,8 @@ def test_every_vendor_carries_the_answers_dscp_priority_and_mtu() -> None:
     assert db["DSCP_TO_TC_MAP"]["ROCE"]["26"] == "3"
     assert {q["pfc_enable"] for q in db["PORT_QOS_MAP"].values()} == {"3"}
     assert {p["mtu"] for p in db["PORT"].values()} == {"9100"}
-    assert set(db["QUEUE"]) == {f"swp{n}|3" for n in range(1, 4)}
+    ports = [sonic_name(f"swp{n}") for n in range(1, 4)]
+    assert set(db["QUEUE"]) == {f"{p}|{q}" for p in ports for q in (3, 6)}  # ECN on 3, CNPs strict on 6
     eos = files["eos"]["leaf-r1"]
     assert "qos map dscp 26 to traffic-class 3" in eos
     assert eos.count("priority-flow-control priority 3 no-drop") == 3
@@ -133,7 +145,7 @@ def test_changing_roce_tos_changes_every_vendors_output() -> None:
     assert "nv set qos pfc default-global switch-priority 4" in after["nvue"]["leaf-r0"]
     assert "dscp 34 switch-priority 4" in after["nvue"]["leaf-r0"]
     db = json.loads(after["sonic"]["leaf-r0"])
-    assert db["DSCP_TO_TC_MAP"]["ROCE"]["34"] == "4" and db["PORT_QOS_MAP"]["swp1"]["pfc_enable"] == "4"
+    assert db["DSCP_TO_TC_MAP"]["ROCE"]["34"] == "4" and db["PORT_QOS_MAP"]["Ethernet0"]["pfc_enable"] == "4"
     assert "priority-flow-control priority 4 no-drop" in after["eos"]["leaf-r0"]
     assert "priority 3" not in after["eos"]["leaf-r0"]
 
@@ -144,7 +156,7 @@ def test_no_vendor_file_names_another_priority_or_dscp_than_the_answers() -> Non
         assert set(re.findall(r"priority-flow-control priority (\d)", text)) == {"4"}
         assert set(re.findall(r"qos map dscp (\d+) to traffic-class 4", text)) == {"34"}
     for text in files["nvue"].values():
-        assert set(re.findall(r"default-global switch-priority (\d)$", text, re.M)) == {"4"}
+        assert set(re.findall(r"(?:default-global|roce-lossless) switch-priority (\d)$", text, re.M)) == {"4"}
     for text in files["sonic"].values():
         db = json.loads(text)
         assert {v["pfc_enable"] for v in db["PORT_QOS_MAP"].values()} == {"4"}
@@ -158,14 +170,16 @@ def test_ecn_off_in_the_answers_leaves_ecn_off_on_every_switch() -> None:
     assert "WRED_PROFILE" not in json.loads(files["sonic"]["leaf-r0"])
     eos_config = [line for line in files["eos"]["leaf-r0"].splitlines() if not line.startswith("!")]
     assert not any("random-detect" in line or "tx-queue 3" == line.strip() for line in eos_config)
+    assert "QUEUE" in json.loads(files["sonic"]["leaf-r0"])  # the CNP queue stays strict priority
 
 
 def test_a_host_mtu_the_switch_cannot_carry_is_refused_naming_the_switch() -> None:
     view, qos = fabric("network:\n  mtu: 9500\n")
     uses = port_map(view)["leaf-r0"]
     for vendor in VENDORS:
+        named = [dataclasses.replace(u, port=sonic_name(u.port)) for u in uses] if vendor == "sonic" else uses
         with pytest.raises(ValueError, match="leaf-r0: the hosts' MTU 9500"):
-            render(vendor, "leaf-r0", uses, qos)
+            render(vendor, "leaf-r0", named, qos)
 
 
 # -- vendor syntax ------------------------------------------------------------------------------------------------
@@ -174,6 +188,9 @@ NVUE_FORMS = [
     r"nv set qos mapping default-global trust both",
     r"nv set qos mapping default-global dscp \d+ switch-priority [0-7]",
     r"nv set qos pfc default-global switch-priority [0-7]",
+    r"nv set qos traffic-pool roce-lossless switch-priority [0-7]",
+    r"nv set qos pfc-watchdog (polling-interval|robustness) \d+",
+    r"nv set interface swp\d+ qos pfc-watchdog",
     r"nv set qos egress-queue-mapping default-global switch-priority [0-7] traffic-class [0-7]",
     r"nv set qos congestion-control default-global traffic-class [0-7] (min|max)-threshold \d+",
     r"nv set qos congestion-control default-global traffic-class [0-7] ecn (enable|disable)",
@@ -206,6 +223,9 @@ def test_nvue_moves_pfc_and_the_roce_class_when_the_priority_is_not_3() -> None:
 # Leaves of the sonic-yang-models lists used (sonic-*.yang in sonic-buildimage src/sonic-yang-models/yang-models).
 YANG_LEAVES = {
     "PORT": {"mtu", "description"},
+    "PFC_WD": {"action", "detection_time", "restoration_time", "POLL_INTERVAL"},
+    "SCHEDULER": {"type", "weight", "priority"},
+    "BUFFER_QUEUE": {"profile"},
     "PORT_QOS_MAP": {
         "tc_to_pg_map",
         "tc_to_queue_map",
@@ -268,9 +288,15 @@ def test_sonic_json_matches_the_yang_models(body: str) -> None:
                     assert all(re.fullmatch(kpat, k) and re.fullmatch(vpat, v) for k, v in fields.items()), table
                     continue
                 assert set(fields) <= YANG_LEAVES[table], (table, set(fields) - YANG_LEAVES[table])
-                if table in ("QUEUE", "BUFFER_PG"):
+                if table in ("QUEUE", "BUFFER_PG", "BUFFER_QUEUE"):
                     port, index = key.split("|")
                     assert port in ports and re.fullmatch(r"[0-7]((-)[0-7])?", index)
+                if table == "PFC_WD":  # sonic-pfcwd.yang: a port (leafref) or GLOBAL; times 100..5000 / 100..60000
+                    assert key == "GLOBAL" or key in ports
+                    if key != "GLOBAL":
+                        assert fields["action"] in ("drop", "forward", "alert")
+                        assert 100 <= int(fields["detection_time"]) <= 5000
+                        assert 100 <= int(fields["restoration_time"]) <= 60000
         for key, qmap in db["PORT_QOS_MAP"].items():
             assert key in ports and re.fullmatch(r"([0-7](,[0-7])*)?", qmap["pfc_enable"])
             for leaf in MAP_OF_LEAF:
@@ -281,21 +307,29 @@ def test_sonic_json_matches_the_yang_models(body: str) -> None:
             assert int(profile["green_max_threshold"]) >= int(profile["green_min_threshold"])
             assert 0 <= int(profile["green_drop_probability"]) <= 100
         for queue in db.get("QUEUE", {}).values():
-            assert queue["wred_profile"] in db["WRED_PROFILE"]
+            assert queue.get("wred_profile", "ROCE_LOSSLESS") in db["WRED_PROFILE"]
+            assert queue.get("scheduler", "ROCE_CNP_STRICT") in db["SCHEDULER"]
+        assert all(re.fullmatch(r"Ethernet\d+", p) for p in ports), "CONFIG_DB is keyed by SONiC's port names"
 
 
-def test_sonic_makes_only_the_answers_priority_lossless_and_sizes_a_non_default_pg() -> None:
-    db3 = json.loads(all_files()["sonic"]["leaf-r0"])
-    assert "BUFFER_PG" not in db3  # the default template already has <port>|3-4 lossless
+def test_sonic_writes_lossless_buffers_for_the_answers_priority_in_the_switchs_buffer_model() -> None:
+    ports = [sonic_name(f"swp{n}") for n in (1, 2, 3)]
+    db3 = json.loads(all_files()["sonic"]["leaf-r0"])  # written, not assumed from the template's 3-4
+    assert db3["BUFFER_PG"] == {f"{p}|3": {"profile": "NULL"} for p in ports}
+    assert db3["BUFFER_QUEUE"] == {f"{p}|3": {"profile": "egress_lossless_profile"} for p in ports}
     db5 = json.loads(all_files("roce:\n  tos: 170\n")["sonic"]["leaf-r0"])
-    assert db5["BUFFER_PG"] == {f"swp{n}|5": {"profile": "NULL"} for n in (1, 2, 3)}
+    assert db5["BUFFER_PG"] == {f"{p}|5": {"profile": "NULL"} for p in ports}
     assert db5["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"]["ROCE"] == {"5": "5"}
-    assert sonic_mod.DEFAULT_LOSSLESS == (3, 4)
+    trad = json.loads(all_files("switches:\n  sonic_buffer_model: traditional\n")["sonic"]["leaf-r0"])
+    assert {v["profile"] for v in trad["BUFFER_PG"].values()} == {"pg_lossless_400000_5m_profile"}  # never NULL
+    assert trad["CABLE_LENGTH"]["AZURE"] == dict.fromkeys(ports, sonic_mod.TRADITIONAL_CABLE)
 
 
 EOS_TOP = [
     r"qos map dscp \d+ to traffic-class [0-7]",
     r"qos map traffic-class [0-7] to tx-queue [0-7]",
+    r"priority-flow-control pause watchdog default (timeout|recovery-time|polling-interval) [\d.]+",
+    r"priority-flow-control pause watchdog action drop",
     r"interface \S+",
     r"!( .*)?",
     r"end",
@@ -306,9 +340,11 @@ EOS_IF = [
     r"qos trust dscp",
     r"priority-flow-control on",
     r"priority-flow-control priority [0-7] no-drop",
+    r"priority-flow-control pause watchdog",
+    r"dcbx mode ieee",
     r"tx-queue [0-7]",
 ]
-EOS_TXQ = [r"random-detect ecn minimum-threshold \d+ kbytes maximum-threshold \d+ kbytes"]
+EOS_TXQ = [r"random-detect ecn minimum-threshold \d+ kbytes maximum-threshold \d+ kbytes", r"priority strict"]
 
 
 def test_eos_config_lines_are_known_command_forms_at_their_indentation() -> None:
@@ -330,21 +366,22 @@ def test_eos_config_lines_are_known_command_forms_at_their_indentation() -> None
 def test_each_switch_port_says_which_host_port_it_serves() -> None:
     files = all_files()
     assert "# swp3: gpu-003 ens1f1np1 (rail 1)" in files["nvue"]["leaf-r1"]
-    assert json.loads(files["sonic"]["leaf-r1"])["PORT"]["swp3"]["description"] == "gpu-003 ens1f1np1 (rail 1)"
+    assert json.loads(files["sonic"]["leaf-r1"])["PORT"]["Ethernet16"]["description"] == "gpu-003 ens1f1np1 (rail 1)"
     assert "interface swp3\n   description gpu-003 ens1f1np1 (rail 1)" in files["eos"]["leaf-r1"]
 
 
 # -- the output folder and the command --------------------------------------------------------------------------
 def test_write_puts_one_file_per_switch_and_a_readme_naming_what_was_left_out(tmp_path: Path) -> None:
     view, qos = fabric()
-    written = write(tmp_path, "sonic", port_map(view), qos, unconfigured(view), origin="test facts")
+    jobs = plan_jobs(port_map(view))
+    written = write(tmp_path, "eos", jobs, qos, unconfigured(view), origin="test facts")
     names = sorted(p.name for p in written)
-    assert names == ["README.txt", "leaf-r0.json", "leaf-r1.json", "leaf-r2.json", "leaf-r3.json"]
-    readme = (tmp_path / "sonic" / "README.txt").read_text()
+    assert names == ["README.txt", "leaf-r0.eos", "leaf-r1.eos", "leaf-r2.eos", "leaf-r3.eos"]
+    readme = (tmp_path / "eos" / "README.txt").read_text()
     assert "gpu-002 ens2f1np1: no LLDP neighbour" in readme
     assert "gpu-004 *: LLDP could not be read on the host" in readme
     assert "swp2           gpu-002 ens1f0np0 (rail 0)" in readme
-    assert "sonic-port-qos-map.yang" in readme
+    assert "Leaf uplinks and spines are not in these files" in readme and "AVD" in readme
 
 
 def _answers_file(tmp_path: Path) -> Path:
@@ -393,10 +430,11 @@ def test_rails16_demo_writes_nvue_for_eight_leaves(tmp_path: Path) -> None:
     argv = ["switch-config", "--demo", "--profile", "rails-16", "--vendor", "nvue", "--out", str(out)]
     assert main([*argv, "--state-dir", str(tmp_path / "state")]) == 0
     files = sorted(p.name for p in (out / "nvue").iterdir())
-    assert files == ["README.txt"] + [f"leaf-r{i}.nvue.sh" for i in range(8)]
+    assert files == ["README.txt"] + [f"leaf-r{i}.nvue.sh" for i in range(8)] + ["spine-0.nvue.sh"]
     for rail in range(8):
         leaf = (out / "nvue" / f"leaf-r{rail}.nvue.sh").read_text()
-        assert leaf.count("link mtu 9216") == 16
+        assert leaf.count("link mtu 9216") == 17  # 16 hosts and the uplink (read off the simulated fabric)
+        assert leaf.count("qos pfc-watchdog\n") == 17
         assert "# swp16: gpu-016 " in leaf and f"(rail {rail})" in leaf
         assert subprocess.run(["bash", "-n", "-c", leaf]).returncode == 0
     assert (

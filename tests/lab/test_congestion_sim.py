@@ -13,6 +13,7 @@ import asyncio
 
 from tests.lab.test_rails16_sim import NETDEVS, address_rail
 from wizard.lab import Lab, congestion, packages, parse_fault
+from wizard.lab.switch_load import configure_fabric
 from wizard.parsers import parse
 
 RAIL0 = NETDEVS[0]
@@ -24,8 +25,10 @@ PERFTEST = "ib_write_bw -d mlx5_0 -p {port} -D 3 --report_gbits -F --tclass=106"
 
 
 async def incast_lab(*faults: str, ecn: bool = True) -> Lab:
-    """Five rails-16 hosts with DOCA, rail 0 addressed (10.10.0.k), DSCP trust + PFC 3 and ECN as stage roce sets."""
+    """Five rails-16 hosts with DOCA on configured leaves, rail 0 addressed (10.10.0.k), DSCP trust + PFC 3 and
+    ECN as stage roce sets."""
     lab = Lab.rails16(HOSTS, faults=[parse_fault(f) for f in faults])
+    configure_fabric(lab)  # the leaves run what switch-config writes (the faults act on top of it)
     lab.time_scale = 0.001
     for host in lab.hosts.values():
         for pkg in packages.DOCA:

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from wizard.lab import Lab, parse_fault
+from wizard.lab.switch_load import configure_fabric
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real-outputs" / "lldpctl"
 RAIL0 = "enp24s0np0"
@@ -21,8 +22,11 @@ RAIL1 = "enp64s0np0"
 NETDEVS = [RAIL0, RAIL1, "enp79s0np0", "enp94s0np0", "enp154s0np0", "enp192s0np0", "enp206s0np0", "enp220s0np0"]
 
 
-async def booted(*faults: str) -> Lab:
+async def booted(*faults: str, configured: bool = True) -> Lab:
+    """The 16-host lab, its leaves and spine loaded with switch-config's Cumulus files unless told otherwise."""
     lab = Lab.rails16(faults=[parse_fault(f) for f in faults])
+    if configured:
+        configure_fabric(lab)
     lab.time_scale = 0.001
     for host in lab.hosts.values():
         await host.start_units()
@@ -84,7 +88,16 @@ async def test_lldpctl_json_names_leaf_ri_port_swpk_for_rail_i_of_host_k() -> No
         pfc = next(t for t in body["unknown-tlvs"]["unknown-tlv"] if t["subtype"] == "11")
         assert (pfc["oui"], pfc["value"]) == ("00,80,C2", "08,08")  # not willing, 8 TCs, PFC on priority 3
         app = next(t for t in body["unknown-tlvs"]["unknown-tlv"] if t["subtype"] == "12")
-        assert app["value"] == "00,65,00,1A,C5,00,30"  # DSCP 26 -> prio 3, DSCP 48 -> prio 6 (selector 5)
+        # Cumulus's RoCE profile sends the APP TLV "UDP, Protocol 4791, Priority 3" (selector 3)
+        assert app["value"] == "00,63,12,B7"
+
+
+async def test_an_unconfigured_cumulus_leaf_sends_no_dcbx_tlvs_and_trusts_pcp() -> None:
+    lab = await booted(configured=False)
+    seen = neighbours((await lab.host("gpu-007").run("sudo lldpctl -f json")).stdout)
+    assert all("unknown-tlvs" not in seen[dev][2] for dev in NETDEVS)  # dcbx TLVs are off by default
+    sp = lab.fabric.switches.port_of(("gpu-007", 0))  # type: ignore[union-attr]
+    assert sp is not None and not sp.lossless(26) and sp.priority(26) == 0  # trust l2: untagged RoCE is priority 0
 
 
 async def test_one_interface_is_an_object_several_are_a_list_as_in_real_lldpd_json() -> None:
@@ -155,9 +168,9 @@ async def test_switch_ecn_off_clears_ecn_marking_on_that_leaf_port_only() -> Non
     lab = await booted(f"gpu-008:switch_ecn_off={RAIL1}")
     sw = lab.fabric.switches
     assert sw is not None
-    assert sw.port_of(("gpu-008", 1)).ecn is False  # type: ignore[union-attr]
-    assert sw.port_of(("gpu-008", 0)).ecn is True  # type: ignore[union-attr]
-    assert sw.port_of(("gpu-009", 1)).ecn is True  # type: ignore[union-attr]
+    assert sw.port_of(("gpu-008", 1)).marks(26) is False  # type: ignore[union-attr]
+    assert sw.port_of(("gpu-008", 0)).marks(26) is True  # type: ignore[union-attr]
+    assert sw.port_of(("gpu-009", 1)).marks(26) is True  # type: ignore[union-attr]
 
 
 async def test_a_flapping_port_shows_rising_link_down_events_and_carrier_changes() -> None:

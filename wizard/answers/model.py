@@ -33,6 +33,7 @@ from wizard.answers.sections import (
     RoceSection,
     SafeApplySection,
 )
+from wizard.answers.switches import SwitchesSection
 from wizard.answers.validators import HostAddress, Hostname, TcpPort
 from wizard.errors import AnswersError
 
@@ -121,6 +122,8 @@ class Answers(_Model):
     gpudirect: GpuDirectSection = Field(default_factory=GpuDirectSection)
     nccl: NcclSection = Field(default_factory=NcclSection)
     inference: InferenceSection = Field(default_factory=InferenceSection)
+    switches: SwitchesSection = Field(default_factory=SwitchesSection)
+    """The leaf and spine switches, for `switch-config` (the wizard never logs into a switch)."""
 
     def host_id(self, name: str) -> int:
         """The host's number inside rail subnets."""

@@ -56,7 +56,7 @@ async def _check(args: argparse.Namespace, answers, hosts: list[str]) -> int:  #
         sys.stderr.write("[simulated] SIMULATED CLUSTER: hosts run on 127.0.0.1; nothing real is contacted.\n")
     async with command_session(
         answers, all_steps(), demo=args.demo, faults=args.fault, state_dir=args.state_dir, password=password,
-        hosts=hosts, profile=args.profile,
+        hosts=hosts, profile=args.profile, switch_os=args.switch_os,
     ) as session:  # fmt: skip
         found = await check_hosts(
             session.executors, args.limit, lambda report: _print(report, args.json), close_after=True

@@ -29,7 +29,7 @@ async def connected_hosts(args: argparse.Namespace) -> AsyncIterator[tuple[Any, 
     if args.demo:
         state_dir = demo_state_dir(answers, args.state_dir, reset=False)
         sys.stderr.write("[simulated] SIMULATED CLUSTER on 127.0.0.1; results are labelled simulated.\n")
-        async with simulated_targets(answers, args.fault, password, state_dir, profile) as targets:
+        async with simulated_targets(answers, args.fault, password, state_dir, profile, args.switch_os) as targets:
             await prepare_demo(answers, targets, state_dir, password)
             async with _open(answers, targets, state_dir, password, simulated=True) as executors:
                 yield answers, executors, state_dir

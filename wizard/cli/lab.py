@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 
 from wizard.answers.profiles import DEMO_PROFILES
-from wizard.cli.options import command_parser, path_arg, run_async
+from wizard.cli.options import add_target_options, answers_path, check_target, command_parser, path_arg, run_async
+from wizard.errors import UsageError
 
 
 def parser() -> argparse.ArgumentParser:
@@ -30,11 +31,49 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="rails-16: 16 HGX H100 hosts gpu-001..gpu-016 on 8 rail leaves (--hosts is then ignored)",
     )
+    apply = sub.add_parser(
+        "switch-apply",
+        help="load switch-config's files into the SIMULATED switches of a demo state, as each switch's NOS loads "
+        "them (bash of nv commands, config load, a configuration session); kept for the next --demo run",
+    )
+    add_target_options(apply)
+    apply.add_argument("files", nargs="+", type=path_arg, help="<switch>.<ext> files (switch-config --out DIR/...)")
     return p
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    if args.action == "switch-apply":
+        return _switch_apply(args)
     from wizard.lab.serve import serve_lab
 
     return run_async(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile))
+
+
+def _switch_apply(args: argparse.Namespace) -> int:
+    """Load each file into its switch; exit 1 when any NOS rejected anything (its own message is printed)."""
+    args.demo = True  # only the simulated switches can be loaded this way
+    args.profile = args.profile or "rails-16"
+    check_target(args, "lab switch-apply")
+    from wizard.answers.model import load_answers
+    from wizard.engine.session import check_faults, demo_state_dir
+    from wizard.lab.demo_switches import demo_lab, load_files
+
+    answers = load_answers(answers_path(args))
+    state_dir = demo_state_dir(answers, args.state_dir, reset=False)
+    files = [f for f in args.files if f.name != "README.txt"]
+    missing = [str(f) for f in files if not f.is_file()]
+    if missing:
+        raise UsageError(f"lab switch-apply: no such file: {missing[0]}")
+    try:
+        lab = demo_lab(answers, state_dir, args.profile, args.switch_os, check_faults(answers, args.fault))
+        results = load_files(lab, files)
+    except ValueError as exc:
+        raise UsageError(f"lab switch-apply: {exc}") from None
+    for switch, path, result in results:
+        nos = lab.fabric.switches.switches[switch].os  # type: ignore[union-attr]
+        verdict = "applied" if result.applied else "nothing applied"
+        print(f"[simulated] {switch} ({nos}): {path.name}: exit {result.exit_code}, {verdict}")
+        for line in result.output.splitlines():
+            print(f"[simulated]   {line}")
+    return 1 if any(r.exit_code for _, _, r in results) else 0

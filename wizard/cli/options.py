@@ -14,6 +14,8 @@ from wizard.answers.profiles import DEMO_PROFILES, check_profile, demo_answers
 from wizard.engine.stage_order import STAGE_IDS
 from wizard.errors import UsageError
 
+SWITCH_OS = ("cumulus", "sonic", "eos")  # wizard.lab.switch_os.NOS_NAMES, without importing the lab for --help
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (bench/startup.py)
 if TYPE_CHECKING:
     from collections.abc import Coroutine
@@ -101,6 +103,14 @@ def add_target_options(
         p.add_argument(
             "--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="(--demo) inject a fault"
         )
+        p.add_argument(
+            "--switch-os",
+            choices=SWITCH_OS,
+            default=None,
+            help="(--demo --profile rails-16) the NOS the simulated leaves and spine run: cumulus (the default), "
+            "sonic or eos; they start from its defaults and are lossless only once switch-config's files are "
+            "loaded (lab switch-apply). Default: what the state directory's switches run",
+        )
     p.add_argument("--state-dir", type=path_arg, help=state_dir)
 
 
@@ -123,6 +133,8 @@ def check_target(args: argparse.Namespace, command: str, *, required: bool = Tru
     if getattr(args, "fault", None) and not args.demo:
         raise UsageError("--fault only applies to the simulated cluster (--demo)")
     args.profile = check_profile(args.profile, args.demo)
+    if getattr(args, "switch_os", None) and (not args.demo or args.profile != "rails-16"):
+        raise UsageError("--switch-os only applies to the simulated switches of --demo --profile rails-16")
 
 
 def answers_path(args: argparse.Namespace) -> Path:

@@ -115,6 +115,7 @@ async def _headless(args: argparse.Namespace, answers: object, stages: list[str]
             password,
             args.state_dir,
             args.profile,  # type: ignore[arg-type]
+            args.switch_os,
         ) as targets:  # type: ignore[arg-type]
             return await _run_session(answers, all_steps(), targets, args, bus, options, password)
     from wizard.paths import default_state_dir

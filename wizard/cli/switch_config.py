@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import sys
+from pathlib import Path
 
 from wizard.cli.options import add_target_options, answers_path, check_target, command_parser, path_arg, run_async
 from wizard.errors import EXIT_OK, UsageError
@@ -12,7 +14,7 @@ from wizard.errors import EXIT_OK, UsageError
 
 def parser() -> argparse.ArgumentParser:
     """The command's options (also read by tests/engine/test_cli_options.py)."""
-    from wizard.switchcfg import VENDORS
+    from wizard.switchcfg import VENDOR_ALIASES, VENDORS
 
     p = command_parser(
         "switch-config",
@@ -21,7 +23,19 @@ def parser() -> argparse.ArgumentParser:
         "operator applies the files.",
     )
     add_target_options(p)
-    p.add_argument("--vendor", required=True, choices=sorted(VENDORS), help="switch OS: nvue (Cumulus), sonic, eos")
+    p.add_argument(
+        "--vendor",
+        required=True,
+        choices=sorted([*VENDORS, *VENDOR_ALIASES]),
+        help="switch OS: nvue or cumulus (Cumulus Linux), sonic, eos",
+    )
+    p.add_argument(
+        "--port-map",
+        type=path_arg,
+        help="(sonic) folder of <switch>.txt (`show interfaces alias`) or <switch>.json (/etc/sonic/config_db.json) "
+        "files: SONiC's LLDP port ID is the port's alias, CONFIG_DB needs its name. With --demo the simulated "
+        "switches answer",
+    )
     p.add_argument("--out", type=path_arg, default="switch-config", help="output folder (default ./switch-config)")
     p.add_argument(
         "--saved",
@@ -42,21 +56,36 @@ def main(argv: list[str]) -> int:
 
 async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-untyped-def]
     from wizard.engine.step import ClusterView
-    from wizard.switchcfg import SwitchQos, port_map, unconfigured, write
+    from wizard.switchcfg import SwitchQos, plan_jobs, port_map, resolve_sonic_names, unconfigured, write
 
     qos = SwitchQos.from_answers(answers)
+    if args.port_map is not None and args.vendor != "sonic":
+        raise UsageError("--port-map is for --vendor sonic (the other NOSes send their port names over LLDP)")
     if args.saved:
         view, failed, origin = _saved(args, answers)
     else:
         view, failed, origin = await _probe(args, answers)
     ports = port_map(ClusterView(answers, view))
     missing = unconfigured(ClusterView(answers, view), failed)
+    fabric, maps = list(answers.switches.fabric), {}
+    if args.demo:
+        fabric, maps = _demo_inputs(args, answers, fabric)
+    if args.port_map is not None:
+        maps = _port_maps(args.port_map)
+    jobs = plan_jobs(ports, fabric)
     try:
-        files = write(args.out, args.vendor, ports, qos, missing, origin=origin)
-    except ValueError as exc:  # a renderer refusing an answer the switch cannot carry (MTU)
-        raise UsageError(str(exc)) from None
-    count = sum(len(u) for u in ports.values())
-    print(f"{args.vendor}: {len(ports)} switch(es), {count} port(s): {qos.summary()}")
+        if args.vendor == "sonic":
+            jobs = resolve_sonic_names(jobs, maps)
+            models = {m.buffer_model for m in maps.values() if m.buffer_model}
+            if len(models) == 1:  # the switches' own config_db.json says which buffer model they run
+                qos = dataclasses.replace(qos, buffer_model=models.pop())
+        files = write(args.out, args.vendor, jobs, qos, missing, origin=origin)
+    except ValueError as exc:  # an alias no port map resolves, an answer the switch cannot carry (MTU)
+        raise UsageError(f"switch-config: {exc}") from None
+    count = sum(len(j.uses) + len(j.fabric) for j in jobs)
+    print(f"{args.vendor}: {len(jobs)} switch(es), {count} port(s): {qos.summary()}")
+    if not any(j.fabric for j in jobs):
+        print("  leaf uplinks and spines: not configured (no switches.fabric in the answers; see README.txt)")
     for path in files:
         print(f"  {path}")
     for item in missing:
@@ -68,6 +97,41 @@ async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-unt
         sys.stderr.write(f"roce-wizard switch-config: no host port has an LLDP neighbour{why}; see README.txt\n")
         return 1
     return 1 if failed else EXIT_OK
+
+
+def _port_maps(folder: Path) -> dict:  # type: ignore[type-arg]
+    from wizard.switchcfg.portmap import load_port_maps
+
+    if not folder.is_dir():
+        raise UsageError(f"--port-map: {folder} is not a folder")
+    try:
+        return load_port_maps(folder)
+    except ValueError as exc:
+        raise UsageError(f"--port-map: {exc}") from None
+
+
+def _demo_inputs(args: argparse.Namespace, answers, fabric: list) -> tuple[list, dict]:  # type: ignore[no-untyped-def,type-arg]
+    """What the operator reads off the simulated switches: each SONiC switch's `show interfaces alias`, and (when
+    the answers list no switches.fabric) the leaves' uplinks and the spine's ports."""
+    from wizard.answers.switches import FabricSwitch
+    from wizard.engine.session import check_faults, demo_state_dir
+    from wizard.lab.demo_switches import alias_tables, demo_lab, fabric_switches
+    from wizard.switchcfg.portmap import PortMap, parse_show_alias
+
+    if args.profile != "rails-16":
+        return fabric, {}
+    state_dir = demo_state_dir(answers, args.state_dir, reset=False)
+    lab = demo_lab(answers, state_dir, args.profile, args.switch_os, check_faults(answers, args.fault))
+    maps = {
+        name: PortMap(parse_show_alias(text), None, f"{name}: `show interfaces alias` of the simulated switch")
+        for name, text in alias_tables(lab).items()
+    }
+    if not fabric:
+        fabric = [
+            FabricSwitch(name=s.name, role=s.role, ports=list(s.uplinks)) for s in fabric_switches(lab) if s.uplinks
+        ]
+        print(f"[simulated] uplinks and spine ports from the simulated fabric ({len(fabric)} switches)")
+    return fabric, maps
 
 
 async def _probe(args: argparse.Namespace, answers) -> tuple[dict, dict[str, str], str]:  # type: ignore[no-untyped-def]

@@ -110,6 +110,7 @@ async def simulated_targets(
     password: str | None,
     state_dir: Path | None = None,
     profile: str = "reference",
+    switch_os: str | None = None,
 ) -> AsyncIterator[dict[str, SshTarget]]:
     """Start the simulated lab for the answers' hosts and yield targets that reach it on 127.0.0.1.
 
@@ -122,9 +123,9 @@ async def simulated_targets(
     names = [h.name for h in answers.hosts]
     mgmt = {h.name: h.address for h in answers.hosts}
     try:
-        lab = Lab.for_profile(profile, names, mgmt_addresses=mgmt, faults=parsed)
+        lab = Lab.for_profile(profile, names, mgmt_addresses=mgmt, faults=parsed, switch_os=switch_os)
     except ValueError as exc:
-        raise UsageError(f"--fault: {exc}") from None
+        raise UsageError(f"--fault: {exc}" if faults else str(exc)) from None
     # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
     scale = lab_time_scale()
     lab.time_scale = scale
@@ -234,6 +235,7 @@ def session_for_args(args: Any, answers: Answers, **extra: Any) -> contextlib.Ab
         state_dir=args.state_dir,
         password=sudo_password(answers, interactive=True),
         profile=getattr(args, "profile", None) or "reference",
+        switch_os=getattr(args, "switch_os", None),
         **extra,
     )
 
@@ -250,6 +252,7 @@ async def command_session(
     hosts: Sequence[str] | None = None,
     bus: EventBus | None = None,
     profile: str = "reference",
+    switch_os: str | None = None,
 ) -> AsyncIterator[Session]:
     """The session a one-off command (plan, check, rollback) works in: the simulated cluster with ``demo`` (its
     state kept where the demo keeps it), the real hosts otherwise; only ``hosts`` get executors when given.
@@ -257,7 +260,8 @@ async def command_session(
     async with contextlib.AsyncExitStack() as stack:
         if demo:
             state_dir = demo_state_dir(answers, state_dir, reset=False)
-            targets = await stack.enter_async_context(simulated_targets(answers, faults, password, state_dir, profile))
+            simulated = simulated_targets(answers, faults, password, state_dir, profile, switch_os)
+            targets = await stack.enter_async_context(simulated)
         else:
             targets = production_targets(answers, password)
         if hosts is not None:

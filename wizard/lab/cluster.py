@@ -40,6 +40,7 @@ class Lab:
         switched: bool | None = None,
         profile_factory: Callable[[int], HostProfile] = reference_profile,
         leaf_switches: bool = False,
+        switch_os: str | None = None,
     ) -> None:
         if len(set(names)) != len(names) or not names:
             raise ValueError("lab host names must be unique and non-empty")
@@ -58,8 +59,12 @@ class Lab:
         if switched is None:
             switched = len(names) != 2
         first = next(iter(profiles.values()))
+        # None: the OS the saved switches run (see use_disks), else Cumulus; a named one replaces saved switches
+        self.switch_os_asked = switch_os
+        self.switch_os = switch_os or "cumulus"
+        self.data_netdevs = [p.netdev for p in first.ports]
         if leaf_switches:
-            self.fabric = Fabric.leaf_rails(names, [p.netdev for p in first.ports], self.faults)
+            self.fabric = Fabric.leaf_rails(names, self.data_netdevs, self.faults, self.switch_os)
         elif any(f.kind in SWITCH_FAULTS for f in self.faults):
             bad = next(f for f in self.faults if f.kind in SWITCH_FAULTS)
             raise ValueError(f"fault {bad} needs modelled switches (--profile rails-16)")
@@ -112,8 +117,10 @@ class Lab:
         *,
         mgmt_addresses: dict[str, str] | None = None,
         faults: Iterable[Fault] = (),
+        switch_os: str | None = None,
     ) -> Lab:
-        """The rails-16 fabric: HGX H100 hosts gpu-001.. with 8 x ConnectX-7 400GbE, rail i on leaf-r<i>."""
+        """The rails-16 fabric: HGX H100 hosts gpu-001.. with 8 x ConnectX-7 400GbE, rail i on leaf-r<i>, the
+        leaves and the spine running ``switch_os`` (cumulus, sonic, eos)."""
         names = list(names) if names else [f"gpu-{i + 1:03d}" for i in range(16)]
         return cls(
             names,
@@ -122,6 +129,7 @@ class Lab:
             switched=True,
             profile_factory=rails16_profile,
             leaf_switches=True,
+            switch_os=switch_os,
         )
 
     @classmethod
@@ -132,10 +140,13 @@ class Lab:
         *,
         mgmt_addresses: dict[str, str] | None = None,
         faults: Iterable[Fault] = (),
+        switch_os: str | None = None,
     ) -> Lab:
         """The lab of a demo profile (``reference`` or ``rails-16``) for the answers' host names."""
         if profile == "rails-16":
-            return cls.rails16(names, mgmt_addresses=mgmt_addresses, faults=faults)
+            return cls.rails16(names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os)
+        if switch_os is not None:
+            raise ValueError("--switch-os needs modelled switches (--profile rails-16)")
         if profile != "reference":
             raise ValueError(f"unknown lab profile {profile!r} (profiles: {', '.join(PROFILES)})")
         return cls.reference(names, mgmt_addresses=mgmt_addresses, faults=faults)
@@ -182,8 +193,10 @@ class Lab:
         """Keep every host's disk in ``directory``: boot from a saved disk where there is one, save after each
         command. Call before :meth:`start`; returns the hosts that booted from a saved disk."""
         from wizard.lab.disk import load_disk
+        from wizard.lab.switch_store import restore_switches
 
         self.disk_dir = directory
+        restore_switches(self, directory)
         return [name for name, host in self.hosts.items() if load_disk(host, directory / f"{name}.json")]
 
     async def start(self, bind: str = "127.0.0.1", base_port: int = 0) -> None:

@@ -33,6 +33,8 @@ def pfc_tlv(sp: SwitchPort) -> bytes:
 def app_tlv(sp: SwitchPort) -> bytes:
     """IEEE 802.1Qaz APP TLV body: a reserved byte, then priority(3)|reserved(2)|selector(3) + protocol (DSCP: 5)."""
     body = bytearray([0])
+    for port, prio in sorted(sp.app_udp.items()):  # selector 3: UDP or DCCP port
+        body += bytes([(prio << 5) | 3]) + port.to_bytes(2, "big")
     for dscp, prio in sorted(sp.app_dscp.items()):
         body += bytes([(prio << 5) | 5]) + dscp.to_bytes(2, "big")
     return bytes(body)
@@ -99,10 +101,10 @@ def write_neighbours(w: JsonWriter, host: SimHost, only: list[str], details: boo
         w.end()
         w.start("port", "Port")
         w.start("id", "PortID")
-        w.attr("type", "", "ifname")
-        w.data(sp.port)
+        w.attr("type", "", sp.lldp_id_type)
+        w.data(sp.lldp_id or sp.port)
         w.end()
-        w.datatag("descr", "PortDescr", sp.descr or sp.port)
+        w.datatag("descr", "PortDescr", sp.lldp_descr or sp.descr or sp.port)
         w.datatag("ttl", "TTL", "120")
         if details and sp.lldp_mfs is not None:
             w.datatag("mfs", "MFS", str(sp.lldp_mfs))
@@ -135,7 +137,8 @@ def plain(host: SimHost, only: list[str]) -> str:
         out += [f"    SysDescr:     {sw.descr}", f"    MgmtIP:       {sw.mgmt_ip}", "    MgmtIface:    2"]
         out += ["    Capability:   Bridge, on", "    Capability:   Router, on"]
         out += ["    Capability:   Wlan, off", "    Capability:   Station, off"]
-        out += ["  Port:", f"    PortID:       ifname {sp.port}", f"    PortDescr:    {sp.descr or sp.port}"]
+        out += ["  Port:", f"    PortID:       {sp.lldp_id_type} {sp.lldp_id or sp.port}"]
+        out.append(f"    PortDescr:    {sp.lldp_descr or sp.descr or sp.port}")
         out.append("    TTL:          120")
         if sp.send_dcbx:
             out.append("  Unknown TLVs:")

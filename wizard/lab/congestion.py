@@ -108,24 +108,32 @@ class Path:
 
 
 def _switch_lossless(sp: SwitchPort | None, tclass: int) -> bool:
-    if sp is None:
+    return sp is None or sp.lossless(tclass >> 2)
+
+
+def _path_lossless(s: sim.End, r: sim.End, tclass: int) -> bool:
+    """PFC is hop by hop: every switch port between the two host ports must hold the packets' priority lossless
+    (between two leaves: both leaf ports, both uplinks and the spine's ports toward both leaves)."""
+    lab = s.host.lab
+    switches = getattr(getattr(lab, "fabric", None), "switches", None)
+    if switches is None:
         return True
-    prio = sp.app_dscp.get(tclass >> 2, 0) if sp.trust == "dscp" else 0
-    return prio in sp.pfc_priorities
+    a, b = (s.host.name, s.dev.port_indices[0]), (r.host.name, r.dev.port_indices[0])
+    return all(_switch_lossless(sp, tclass) for sp in switches.path(a, b))
 
 
 def path_of(flow: Flow, link: sim.Link) -> Path:
     s, r = flow.sender, flow.receiver
     s_prio, s_pfc = sim.qos_of(s, flow.tclass)
     r_prio, r_pfc = sim.qos_of(r, flow.tclass)
-    switch_ok = _switch_lossless(_switch_port(s), flow.tclass) and _switch_lossless(_switch_port(r), flow.tclass)
+    switch_ok = _path_lossless(s, r, flow.tclass)
     r_port = _switch_port(r)
     r_qos = _qos(r)
     s_qos = _qos(s)
     return Path(
         senders=flow.peak,
         lossless=s_pfc and r_pfc and switch_ok and link.all_lossless,
-        marks=bool(r_port is not None and r_port.ecn),
+        marks=bool(r_port is not None and r_port.marks(flow.tclass >> 2)),
         np=bool(r_qos is not None and r_qos.ecn_np[r_prio]),
         rp=bool(s_qos is not None and s_qos.ecn_rp[s_prio]),
         sender_prio=s_prio,
@@ -142,7 +150,7 @@ def sender_paused_by_switch(client: sim.End, server: sim.End, tclass: int) -> bo
     """Whether a receiver's back-pressure reaches the sender as pause frames through the switch: PFC is hop by hop,
     so the receiver's switch port must honour the receiver's pauses and the sender's port must pause the sender
     (True without modelled switches)."""
-    return _switch_lossless(_switch_port(client), tclass) and _switch_lossless(_switch_port(server), tclass)
+    return _path_lossless(client, server, tclass)
 
 
 def rate_gbps(flow: Flow, link: sim.Link, size: int, key: object) -> float | None:

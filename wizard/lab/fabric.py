@@ -51,12 +51,14 @@ class Fabric:
         return fab
 
     @classmethod
-    def leaf_rails(cls, names: list[str], netdevs: list[str], faults: Iterable[Fault] = ()) -> Fabric:
+    def leaf_rails(
+        cls, names: list[str], netdevs: list[str], faults: Iterable[Fault] = (), switch_os: str = "cumulus"
+    ) -> Fabric:
         """Rail i of every host on leaf ``leaf-r<i>``: each leaf is one L2 segment (the rail's VLAN, its gateway
         on the leaf); a host port cabled to another leaf (``wrong_leaf``) sits in that leaf's segment."""
         from wizard.lab.switches import rail_fabric, segment_of
 
-        sw = rail_fabric(names, netdevs, faults)
+        sw = rail_fabric(names, netdevs, faults, switch_os)
         fab = cls(switched=True, switches=sw)
         for ref, sp in sw.attach.items():
             fab.segments[ref] = segment_of(sp)

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from wizard.lab.switches import Switch
 
 GATEWAY_HOST = 254  # leaf-r<i> answers on 10.10.<i>.254
-UPLINK = "swp64"
 
 
 def svi(switch: Switch) -> ipaddress.IPv4Interface | None:
@@ -110,11 +109,7 @@ def send(host: SimHost, route: routing.Route, dst: str) -> Arrival | str:
             found = _owner_at(host, ref, dst)
             egress = switches.port_of(ref)
             if found and egress is not None:
-                mtus = [ingress.mtu, egress.mtu]
-                if target is not leaf:
-                    assert leaf is not None
-                    spine = [p for s in switches.switches.values() if s.role == "spine" for p in s.ports.values()]
-                    mtus += [leaf.port(UPLINK).mtu, target.port(UPLINK).mtu] + [p.mtu for p in spine]
+                mtus = [p.mtu for p in switches.path(me, ref)]  # both leaf ports, and uplinks and spine between leaves
                 return Arrival(found[0], found[1], min(mtus), routed=True)
     return outcome
 

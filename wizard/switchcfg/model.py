@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from steps.roce.desired import Desired
 from wizard.answers.model import Answers
+from wizard.answers.switches import PfcWatchdog
 from wizard.engine.step import ClusterView
 
 # ECN marking thresholds on the lossless egress queue, in bytes. NVIDIA's RoCE profile on Spectrum switches marks
@@ -30,6 +31,8 @@ class SwitchQos:
     cnp_dscp: int
     cnp_priority: int
     host_mtu: int
+    watchdog: PfcWatchdog = field(default_factory=PfcWatchdog)
+    buffer_model: str = "dynamic"  # SONiC's (DEVICE_METADATA buffer_model)
 
     @classmethod
     def from_answers(cls, answers: Answers) -> SwitchQos:
@@ -42,13 +45,22 @@ class SwitchQos:
             cnp_dscp=want.cnp_dscp,
             cnp_priority=want.cnp_priority,
             host_mtu=answers.network.mtu,
+            watchdog=answers.switches.pfc_watchdog,
+            buffer_model=answers.switches.sonic_buffer_model,
         )
 
     def summary(self) -> str:
         ecn = f"ECN marking {ECN_MIN_BYTES}-{ECN_MAX_BYTES} bytes" if self.ecn else "no ECN (roce.ecn is false)"
+        wd = self.watchdog
+        watchdog = (
+            f"PFC watchdog {wd.detection_ms} ms detection, {wd.restoration_ms} ms restoration, {wd.action}"
+            if wd.enabled
+            else "no PFC watchdog (switches.pfc_watchdog.enabled is false)"
+        )
         return (
             f"ToS {self.tos} = DSCP {self.dscp} -> priority {self.priority} (PFC no-drop); "
-            f"CNP DSCP {self.cnp_dscp} -> priority {self.cnp_priority}; {ecn}; host MTU {self.host_mtu}"
+            f"CNP DSCP {self.cnp_dscp} -> priority {self.cnp_priority} (strict priority); {ecn}; {watchdog}; "
+            f"host MTU {self.host_mtu}"
         )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from wizard.switchcfg.model import ECN_MAX_BYTES, ECN_MIN_BYTES, SwitchPortUse, SwitchQos
 
 EXT = "nvue.sh"
@@ -14,6 +16,7 @@ PROFILE_PRIORITY = 3
 PROFILE_SP_TO_TC = {sp: {3: 3, 6: 6}.get(sp, 0) for sp in range(8)}
 ROCE_TC = 3
 CNP_TC = 6
+WATCHDOG_POLL_MS = 100  # Cumulus's default polling interval (Quality of Service, "PFC Watchdog")
 SOURCES = (
     "NVIDIA Cumulus Linux 5.15 User Guide, 'RDMA over Converged Ethernet - RoCE' (Default RoCE Configuration;"
     " Change RoCE Configuration): https://docs.nvidia.com/networking-ethernet-software/cumulus-linux-515/"
@@ -24,13 +27,17 @@ SOURCES = (
 )
 
 
-def render(switch: str, uses: list[SwitchPortUse], qos: SwitchQos) -> str:
-    """A bash script of `nv set` commands ending in `nv config apply` (which shows the diff and asks)."""
+def render(
+    switch: str, uses: list[SwitchPortUse], qos: SwitchQos, fabric: Sequence[str] = (), role: str = "leaf"
+) -> str:
+    """A bash script of `nv set` commands ending in `nv config apply` (which shows the diff and asks). The QoS is
+    global; the MTU and the PFC watchdog are set on every port that carries RoCE: the host ports LLDP found and
+    the ``fabric`` ports (uplinks or spine ports)."""
     if qos.host_mtu > MTU:
         raise ValueError(f"{switch}: the hosts' MTU {qos.host_mtu} exceeds the Cumulus Linux maximum {MTU}")
     lines = [
         "#!/bin/bash",
-        f"# roce-wizard switch-config: NVIDIA Cumulus Linux (NVUE) for {switch}",
+        f"# roce-wizard switch-config: NVIDIA Cumulus Linux (NVUE) for {switch} ({role})",
         f"# From the answers: {qos.summary()}",
         "# Run it on the switch as a user allowed to configure NVUE; `nv config apply` shows the change and asks.",
         *(f"# Source: {s}" for s in SOURCES),
@@ -46,13 +53,43 @@ def render(switch: str, uses: list[SwitchPortUse], qos: SwitchQos) -> str:
     ]
     lines += _priority_moves(qos)
     lines += _ecn(qos)
+    lines += _watchdog_global(qos)
     lines.append("")
     lines.append(f"# Host-facing ports found by LLDP ({len(uses)}); MTU {MTU} >= the hosts' {qos.host_mtu}")
     for use in uses:
         lines.append(f"# {use.port}: {use.serves()}")
-        lines.append(f"nv set interface {use.port} link mtu {MTU}")
+        lines += _port(use.port, qos)
+    if fabric:
+        lines.append("")
+        lines.append(
+            f"# {'Uplinks' if role == 'leaf' else 'Ports toward the leaves'} ({len(fabric)}): RoCE between rails"
+        )
+        for port in fabric:
+            lines += _port(port, qos)
     lines += ["", "nv config apply", "# nv config save   # only where auto-save is off: keeps it across reboots", ""]
     return "\n".join(lines)
+
+
+def _port(port: str, qos: SwitchQos) -> list[str]:
+    lines = [f"nv set interface {port} link mtu {MTU}"]
+    if qos.watchdog.enabled:
+        lines.append(f"nv set interface {port} qos pfc-watchdog")
+    return lines
+
+
+def _watchdog_global(qos: SwitchQos) -> list[str]:
+    """The watchdog declares a storm after `robustness` polling intervals with the queue paused; Cumulus restores
+    PFC by itself once a polling interval passes without pause frames (no restoration time to set)."""
+    wd = qos.watchdog
+    if not wd.enabled:
+        return ["# switches.pfc_watchdog.enabled is false: no PFC watchdog (one hung NIC can pause the rail)."]
+    robustness = max(1, -(-wd.detection_ms // WATCHDOG_POLL_MS))
+    return [
+        f"# PFC watchdog: a lossless queue paused for {wd.detection_ms} ms ({robustness} x {WATCHDOG_POLL_MS} ms) "
+        "drops instead of pausing the rail (Quality of Service, PFC Watchdog).",
+        f"nv set qos pfc-watchdog polling-interval {WATCHDOG_POLL_MS}",
+        f"nv set qos pfc-watchdog robustness {robustness}",
+    ]
 
 
 def _priority_moves(qos: SwitchQos) -> list[str]:
@@ -67,6 +104,7 @@ def _priority_moves(qos: SwitchQos) -> list[str]:
             f"# The answers' lossless priority is {qos.priority}, not the profile's {PROFILE_PRIORITY}: move PFC.",
             f"# Check afterwards that `nv show qos roce` lists switch priority {qos.priority} in the RoCE pool.",
             f"nv set qos pfc default-global switch-priority {qos.priority}",
+            f"nv set qos traffic-pool roce-lossless switch-priority {qos.priority}",
         ]
     for sp in range(8):
         if wanted[sp] != PROFILE_SP_TO_TC[sp]:
