@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from wizard.cli.main import main
+from wizard.lab.switch_load import configure_demo_state
 
 FAULTS = {
     "gpu-003": "flap=enp64s0np0",  # rail 1 -> leaf-r1 swp3
@@ -23,6 +24,7 @@ FAULTS = {
 
 def _discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> list[Any]:
     monkeypatch.setenv("ROCE_WIZARD_LAB_TIME_SCALE", "0.01")
+    configure_demo_state(tmp_path)  # the leaves run switch-config's files, so they advertise PFC over LLDP
     argv = ["--demo", "--profile", "rails-16", "--only", "discovery", "--json", "--state-dir", str(tmp_path)]
     for host, fault in FAULTS.items():
         argv += ["--fault", f"{host}:{fault}"]

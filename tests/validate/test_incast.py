@@ -15,6 +15,7 @@ import pytest
 from steps.discovery.facts import DiscoveryFacts, NicPort
 from wizard.cli.main import main
 from wizard.errors import UsageError
+from wizard.lab.switch_load import configure_demo_state
 from wizard.parsers.lldp import LldpNeighbor
 from wizard.validate import perftest
 from wizard.validate.hostfacts import HostFacts
@@ -187,6 +188,7 @@ def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int,
     """One healthy `bwtest --incast` run: it prepares the hosts (stages discovery..roce) and saves their disks."""
     base = tmp_path_factory.mktemp("incast")
     answers = five_hosts(base / "answers.yaml")
+    configure_demo_state(base / "state", answers)  # the operator's switch step: switch-config's files loaded
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ROCE_WIZARD_LAB_TIME_SCALE", "0.1")
         mp.setattr(perftest, "START_DELAY_S", 0.1)

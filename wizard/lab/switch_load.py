@@ -4,6 +4,7 @@ NOS loads it. The demo goes the long way (discovery's LLDP view, `switch-config`
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from wizard.lab.switch_store import apply_file
@@ -44,3 +45,16 @@ def default_qos() -> SwitchQos:
     from wizard.switchcfg.model import SwitchQos
 
     return SwitchQos.from_answers(load_answers(demo_answers("rails-16")))
+
+
+def configure_demo_state(
+    state_dir: Path, answers_file: Path | None = None, switch_os: str | None = None, *, uplinks: bool = True
+) -> None:
+    """Load switch-config's files into the simulated switches a rails-16 demo state directory keeps (what `lab
+    switch-apply` does with the files), so the next `--demo` run meets configured switches."""
+    from wizard.answers.model import load_answers
+    from wizard.answers.profiles import demo_answers
+    from wizard.lab.demo_switches import demo_lab
+
+    answers = load_answers(answers_file or demo_answers("rails-16"))
+    configure_fabric(demo_lab(answers, state_dir, "rails-16", switch_os, []), uplinks=uplinks)

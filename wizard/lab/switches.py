@@ -149,7 +149,7 @@ def _target_port(faults: list[Fault], host: str, rail: int, netdevs: list[str]) 
     return any(f.host == host and f.kind == "wrong_leaf" and fault_rail(f, netdevs) == rail for f in faults)
 
 
-UPLINK_INDEX = 64  # each leaf's port toward the spine (a 64-port leaf: hosts from 1, the spine on the last)
+UPLINK_INDEX = 64  # a leaf's port toward the spine on a 64-port leaf (hosts from port 1, the spine on the last)
 
 
 def rail_fabric(
@@ -168,6 +168,9 @@ def rail_fabric(
     faults = list(faults)
     fab = SwitchFabric(faults=faults, netdevs=list(netdevs))
     nrails, nhosts = len(netdevs), len(hosts)
+    # A leaf has its front ports whether cabled or not (a file naming a spare port loads): 64, or enough for every
+    # host twice (its own port and a wrong_leaf spare), the last one toward the spine.
+    radix = max(UPLINK_INDEX, 2 * nhosts + 1)
     spine = Switch("spine-0", _chassis_mac(100), "10.0.255.100", "spine", os=switch_os, descr=descr_of(switch_os))
     fab.switches[spine.name] = spine
     for rail in range(nrails):
@@ -176,7 +179,9 @@ def rail_fabric(
             descr=descr_of(switch_os),
         )  # fmt: skip
         fab.switches[leaf.name] = leaf
-        up = leaf.front(UPLINK_INDEX)
+        for index in range(1, radix):
+            leaf.front(index)
+        up = leaf.front(radix)
         up.descr = f"uplink to {spine.name}"
         leaf.uplinks.append(up.port)
         down = spine.front(rail + 1)
