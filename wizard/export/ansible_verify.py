@@ -120,35 +120,39 @@ def _assert(name: str, that: list[str], msg: str, loop: str, label: str) -> dict
 
 
 def _network_tasks() -> list[dict[str, Any]]:
+    """One read for all ports and one for all sysctls (each read is a module run on the host, seconds apiece on a
+    slow one), then one assert per port, bond and sysctl naming it."""
     net = "roce_wizard_network"
     guard = f"{net} is defined"
-    found = "(item.stdout | from_json)[0]"
     return [
         {
-            **_read(
-                "Network | read each port",
-                ["ip", "-j", "addr", "show", "dev", "{{ item.netdev }}"],
-                f"{{{{ {net}.interfaces | default([]) }}}}",
-                "network_ip",
-            ),
+            "name": "Network | read the ports",
+            "ansible.builtin.command": {"argv": ["ip", "-j", "addr", "show"]},
+            "register": "network_ip",
+            "changed_when": False,
+            "failed_when": False,
             "when": guard,
         },
         {
             **_assert(
                 "Network | MTU and address as planned",
                 [
-                    "item.rc == 0",
-                    f"{found}.mtu == item.item.mtu",
-                    f"item.item.address is none or item.item.address in ({found}.addr_info"
-                    " | map(attribute='local') | zip(" + found + ".addr_info | map(attribute='prefixlen'))"
-                    " | map('join', '/') | list)",
+                    "network_ip.rc == 0",
+                    "network_port.mtu is defined",
+                    "network_port.mtu == item.mtu",
+                    "item.address is none or item.address in (network_port.addr_info | map(attribute='local')"
+                    " | zip(network_port.addr_info | map(attribute='prefixlen')) | map('join', '/') | list)",
                 ],
-                "{{ inventory_hostname }} port {{ item.item.netdev }}: expected MTU {{ item.item.mtu }}"
-                "{{ ' and address ' ~ item.item.address if item.item.address else '' }}; "
-                "the host shows: {{ item.stdout | default(item.stderr) }}",
-                "{{ network_ip.results | default([]) }}",
-                "{{ item.item.netdev }}",
+                "{{ inventory_hostname }} port {{ item.netdev }}: expected MTU {{ item.mtu }}"
+                "{{ ' and address ' ~ item.address if item.address else '' }}; "
+                "the host shows: {{ network_port if network_port else 'no such interface' }}",
+                f"{{{{ {net}.interfaces | default([]) }}}}",
+                "{{ item.netdev }}",
             ),
+            "vars": {
+                "network_port": "{{ network_ip.stdout | default('[]', true) | from_json"
+                " | selectattr('ifname', 'equalto', item.netdev) | first | default({}) }}"
+            },
             "when": guard,
         },
         {
@@ -178,22 +182,24 @@ def _network_tasks() -> list[dict[str, Any]]:
             "when": guard,
         },
         {
-            **_read(
-                "Network | read the multi-NIC sysctls",
-                ["cat", "{{ item.path }}"],
-                f"{{{{ {net}.sysctls | default([]) }}}}",
-                "network_sysctl",
-            ),
-            "when": guard,
+            "name": "Network | read the multi-NIC sysctls",
+            "ansible.builtin.command": {
+                "cmd": "grep -H . {{ " + net + ".sysctls | map(attribute='path') | map('quote') | join(' ') }}"
+            },
+            "register": "network_sysctl",
+            "changed_when": False,
+            "failed_when": False,
+            "when": f"{guard} and {net}.sysctls | default([]) | length > 0",
         },
         {
             **_assert(
                 "Network | sysctls as planned",
-                ["item.rc == 0", "item.stdout | trim == item.item.value"],
-                "{{ inventory_hostname }}: {{ item.item.key }} should be {{ item.item.value }}, "
-                "is {{ item.stdout | default(item.stderr) }}",
-                "{{ network_sysctl.results | default([]) }}",
-                "{{ item.item.key }}",
+                ["(item.path ~ ':' ~ item.value) in network_sysctl.stdout_lines"],
+                "{{ inventory_hostname }}: {{ item.key }} should be {{ item.value }}; the host shows: "
+                "{{ network_sysctl.stdout_lines | select('match', item.path ~ ':') | list | first "
+                "| default('nothing (' ~ (network_sysctl.stderr | default('not read')) ~ ')') }}",
+                f"{{{{ {net}.sysctls | default([]) }}}}",
+                "{{ item.key }}",
             ),
             "when": guard,
         },
