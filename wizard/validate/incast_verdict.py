@@ -14,7 +14,7 @@ from wizard.validate.hostfacts import HostFacts
 from wizard.validate.model import IncastFlow, IncastRound
 
 RETRANSMITS = ("rdma_packet_seq_err", "rdma_local_ack_timeout_err")
-SWITCH_CONFIG = "roce-wizard switch-config --vendor nvue|sonic|eos writes it for the LLDP-found ports"
+SWITCH_CONFIG = "roce-wizard switch-config --vendor cumulus|sonic|eos writes it; load it into the switch"
 
 
 def switch_port(facts: HostFacts, rail: int) -> str | None:
