@@ -49,6 +49,14 @@ def test_a_command_that_takes_demo_takes_the_whole_target_group(name: str) -> No
         return
     assert TARGET <= options, (name, TARGET - options)
     assert ("--fault" in options) == (name not in READS_STATE_ONLY), name
+    assert ("--switch-os" in options) == ("--fault" in options), name  # the simulated switches' NOS, beside faults
+
+
+def test_switch_os_without_the_rails16_demo_is_one_usage_line(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["plan", "--demo", "--switch-os", "sonic"]) == 2
+    assert capsys.readouterr().err == (
+        "roce-wizard: --switch-os only applies to the simulated switches of --demo --profile rails-16\n"
+    )
 
 
 @pytest.mark.parametrize("name", sorted(PARSERS))

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 
 from wizard.answers.profiles import DEMO_PROFILES
-from wizard.cli.options import add_target_options, answers_path, check_target, command_parser, path_arg, run_async
+from wizard.cli.options import (
+    SWITCH_OS,
+    add_target_options,
+    answers_path,
+    check_target,
+    command_parser,
+    path_arg,
+    run_async,
+)
 from wizard.errors import UsageError
 
 
@@ -31,6 +39,12 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="rails-16: 16 HGX H100 hosts gpu-001..gpu-016 on 8 rail leaves (--hosts is then ignored)",
     )
+    serve.add_argument(
+        "--switch-os",
+        choices=SWITCH_OS,
+        default=None,
+        help="(--profile rails-16) the NOS the simulated leaves and spine run (default cumulus)",
+    )
     apply = sub.add_parser(
         "switch-apply",
         help="load switch-config's files into the SIMULATED switches of a demo state, as each switch's NOS loads "
@@ -47,7 +61,9 @@ def main(argv: list[str]) -> int:
         return _switch_apply(args)
     from wizard.lab.serve import serve_lab
 
-    return run_async(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile))
+    if args.switch_os and args.profile != "rails-16":
+        raise UsageError("--switch-os needs --profile rails-16 (the other labs have no modelled switches)")
+    return run_async(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile, args.switch_os))
 
 
 def _switch_apply(args: argparse.Namespace) -> int:

@@ -55,7 +55,12 @@ def rails16_answers(endpoints: dict[str, tuple[str, int]], key: Path, known_host
 
 
 async def serve_lab(
-    hosts: int, port: int, faults: list[str], write_answers: Path | None, profile: str | None = None
+    hosts: int,
+    port: int,
+    faults: list[str],
+    write_answers: Path | None,
+    profile: str | None = None,
+    switch_os: str | None = None,
 ) -> int:
     from wizard.lab import Lab, parse_fault
 
@@ -67,7 +72,7 @@ async def serve_lab(
         raise UsageError(str(exc)) from None
     try:
         if profile == "rails-16":
-            lab = Lab.rails16(faults=parsed)
+            lab = Lab.rails16(faults=parsed, switch_os=switch_os)
         elif hosts == 2:
             lab = Lab.reference(["server1", "server2"], faults=parsed)
         else:
