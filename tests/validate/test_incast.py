@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
+from tests.validate.rails5 import brought_up
 from wizard.cli.main import main
 from wizard.errors import UsageError
 from wizard.lab.switch_load import configure_demo_state
@@ -168,32 +169,17 @@ def test_fanin_without_incast_is_a_usage_error(capsys: pytest.CaptureFixture[str
 
 
 # -- end to end on five rails-16 hosts (gpu-001..005: gpu-005 sits on swp5 of every leaf) -------------------------
-def five_hosts(path: Path) -> Path:
-    """The shipped rails-16 answers with hosts gpu-001..gpu-005 only."""
-    out, skip = [], False
-    for line in (ASSETS / "answers.rails-16.yaml").read_text().splitlines(keepends=True):
-        s = line.strip()
-        if s.startswith("- name: gpu-"):
-            skip = int(s.split("gpu-")[1][:3]) > 5
-        elif not s.startswith("address:"):
-            skip = False
-        if not skip:
-            out.append(line)
-    path.write_text("".join(out))
-    return path
-
-
 @pytest.fixture(scope="module")
 def prepared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int, str]:
-    """One healthy `bwtest --incast` run: it prepares the hosts (stages discovery..roce) and saves their disks."""
-    base = tmp_path_factory.mktemp("incast")
-    answers = five_hosts(base / "answers.yaml")
-    configure_demo_state(base / "state", answers)  # the operator's switch step: switch-config's files loaded
+    """One healthy `bwtest --incast` run on the five hosts (tests/validate/rails5.py), its switches loaded."""
+    up = brought_up()
+    state = up.copy_to(tmp_path_factory.mktemp("incast") / "state")
+    configure_demo_state(state, up.answers)  # the operator's switch step: switch-config's files loaded
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("ROCE_WIZARD_LAB_TIME_SCALE", "0.1")
         mp.setattr(perftest, "START_DELAY_S", 0.1)
-        code, out = _bwtest(answers, base / "state")
-    return answers, base / "state", code, out
+        code, out = _bwtest(up.answers, state)
+    return up.answers, state, code, out
 
 
 def _bwtest(answers: Path, state: Path, *extra: str) -> tuple[int, str]:

@@ -9,26 +9,15 @@ the incast drops); each NOS then gets its own copy of that state: `--switch-os X
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 
-from tests.validate.test_incast import five_hosts
+from tests.validate.rails5 import QUICK, brought_up, run, target
 from wizard.cli.main import main
 from wizard.validate import perftest
-
-QUICK = ["--incast", "--incast-rounds", "1", "--no-sweep", "--no-nccl"]
-
-
-def run(*argv: str) -> tuple[int, str]:
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        code = main(list(argv))
-    return code, buf.getvalue()
 
 
 @pytest.fixture(autouse=True)
@@ -38,19 +27,10 @@ def fast_lab(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(scope="module")
-def unconfigured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, int, str]:
+def unconfigured() -> tuple[Path, Path, int, str]:
     """Hosts brought up by bwtest on leaves nobody configured; (answers, state, exit code, output)."""
-    base = tmp_path_factory.mktemp("nos")
-    answers = five_hosts(base / "answers.yaml")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("ROCE_WIZARD_LAB_TIME_SCALE", "0.1")
-        mp.setattr(perftest, "START_DELAY_S", 0.1)
-        code, out = run("bwtest", *target(answers, base / "state"), *QUICK)
-    return answers, base / "state", code, out
-
-
-def target(answers: Path, state: Path) -> list[str]:
-    return ["--demo", "--profile", "rails-16", "--answers", str(answers), "--state-dir", str(state)]
+    up = brought_up()
+    return up.answers, up.state, up.code, up.out
 
 
 def causes(out: str) -> list[str]:
@@ -157,3 +137,27 @@ def test_a_sonic_port_map_without_an_alias_stops_naming_switch_and_alias_and_wri
     assert main(argv) == 0
     db = json.loads((out / "sonic" / "leaf-r0.json").read_text())
     assert sorted(db["PORT_QOS_MAP"]) == ["Ethernet0", "Ethernet16", "Ethernet8"]
+
+
+@pytest.mark.slow  # one cross-rail run with one incast round (about 35 s); the fully configured path is
+# tests/lab/test_switch_os.py's (the same files, the path model)
+def test_cross_rail_incast_through_a_spine_nobody_configured_names_the_path_between_the_leaves(
+    unconfigured: tuple[Path, Path, int, str], tmp_path: Path
+) -> None:
+    """EOS needs every port listed: leaves configured for their host ports only, uplinks and spine left alone, so
+    same-rail traffic is lossless and traffic between rails drops at the spine."""
+    from wizard.lab.switch_load import configure_demo_state
+
+    answers, prepared, _, _ = unconfigured
+    state = tmp_path / "state"
+    shutil.copytree(prepared, state)
+    configure_demo_state(state, answers, "eos", uplinks=False)
+    cross = [*target(answers, state), "--cross-rail", *QUICK]
+    code, out = run("bwtest", *cross)
+    assert code == 1, out[-3000:]
+    assert "PASS  incast round 0: 4 -> gpu-001 on 8 rail(s)" in out  # same rail: only leaf ports, configured
+    found = causes(out)
+    assert found and all("(their uplinks and the spine) does not run PFC on priority 3" in c for c in found), found
+    assert "senders on rail 1 into gpu-001 enp24s0np0 (leaf-r0 Ethernet1/1) (rail 0)" in found[0]
+    assert "the path between leaf-r1 and leaf-r0" in found[0]
+    assert "FAIL  incast round 1 (senders on the next rail, through the spine) rail 0: 4 -> gpu-001" in out

@@ -43,7 +43,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--incast-rounds", type=int, metavar="R", help="(--incast) rounds, the receiver rotating "
                    "(default: every host receives once)")  # fmt: skip
     p.add_argument("--cross-rail", action="store_true", help="rail x rail through the spine: rail i of one host to "
-                   "every rail j != i of another (switched fabrics), instead of the pair tests and NCCL")  # fmt: skip
+                   "every rail j != i of another (switched fabrics), instead of the pair tests and NCCL; with --incast "
+                   "the incast rounds run again with every sender on the next rail, so each flow crosses the uplinks "
+                   "and the spine")  # fmt: skip
     p.add_argument("--pair", metavar="A,B", help="(--cross-rail) client and server host (default: the first two)")
     return p
 

@@ -82,28 +82,33 @@ def estimate_s(rounds: int, seconds: float) -> float:
     return rounds * (seconds + pt.START_DELAY_S + 2.0)
 
 
-async def run_incast(v: Validation, plan: IncastPlan) -> list[IncastRound]:
-    """Every round on every rail at once; each rail's result is judged and emitted as an ``incast`` event."""
+async def run_incast(v: Validation, plan: IncastPlan, *, cross: bool = False, first: int = 0) -> list[IncastRound]:
+    """Every round on every rail at once; each rail's result is judged and emitted as an ``incast`` event. With
+    ``cross`` (`--cross-rail --incast`) the senders use the next rail, so every flow crosses both leaves' uplinks
+    and the spine: PFC is hop by hop, so this proves those ports lossless too. Rounds are numbered from ``first``."""
     hosts = [h for h in v.hosts if h in v.facts and not v.facts[h].error]
     fanin, n_rounds = check_plan(hosts, plan)
     seconds = v.options.together_s
     rounds = schedule(hosts, fanin, n_rounds)
+    where = "from the next rail through the spine into" if cross else "into"
     v.emit(
         "phase",
         {
             "name": "incast",
-            "text": f"incast: {fanin} senders into one port on every rail at once, "
+            "text": f"incast: {fanin} senders {where} one port on every rail at once, "
             f"{len(rounds)} rounds of {seconds:g} s: about {estimate_s(len(rounds), seconds):.0f} s",
         },
     )
     v.emit("estimate", {"phase": "incast", "rounds": len(rounds), "seconds": estimate_s(len(rounds), seconds)})
     out: list[IncastRound] = []
-    for number, (receiver, senders) in enumerate(rounds):
-        out += await _round(v, number, receiver, senders, seconds)
+    for number, (receiver, senders) in enumerate(rounds, start=first):
+        out += await _round(v, number, receiver, senders, seconds, shift=1 if cross else 0)
     return out
 
 
-async def _round(v: Validation, number: int, receiver: str, senders: list[str], seconds: float) -> list[IncastRound]:
+async def _round(
+    v: Validation, number: int, receiver: str, senders: list[str], seconds: float, shift: int = 0
+) -> list[IncastRound]:
     from wizard.validate.run import rail_end
 
     n_rails = min(len(v.facts[h].rails()) for h in [receiver, *senders])
@@ -117,13 +122,15 @@ async def _round(v: Validation, number: int, receiver: str, senders: list[str], 
     for i in range(n_rails):
         recv = rail_end(v.facts[receiver], i)
         assert recv is not None
-        x = IncastRound(rail=i, round=number, receiver=recv, line_gbps=recv.speed_gbps)
+        j = (i + shift) % n_rails if n_rails > 1 else i
+        x = IncastRound(rail=i, round=number, receiver=recv, line_gbps=recv.speed_gbps,
+                        sender_rail=j if shift else None)  # fmt: skip
         x.receiver_switch_port = switch_port(v.facts[receiver], i)
         flows = []
         for s in senders:
-            end = rail_end(v.facts[s], i)
+            end = rail_end(v.facts[s], j)
             assert end is not None
-            x.senders.append(IncastFlow(sender=end, switch_port=switch_port(v.facts[s], i)))
+            x.senders.append(IncastFlow(sender=end, switch_port=switch_port(v.facts[s], j)))
             flows.append(pt.Spec(v.options.tool, recv, end, v._next_port(), v.answers.roce.tos, duration_s=seconds))
         rails.append(x)
         specs.append(flows)
@@ -195,11 +202,13 @@ def summary_lines(rounds: list[IncastRound]) -> list[str]:
     for number in numbers:
         rails = [x for x in rounds if x.round == number]
         first = rails[0]
+        via = " (senders on the next rail, through the spine)" if first.sender_rail is not None else ""
         if all(x.status == "pass" for x in rails):
             total = sum(x.total_gbps or 0 for x in rails)
             line = sum(x.line_gbps or 0 for x in rails)
             out.append(
-                f"PASS  incast round {number}: {len(first.senders)} -> {first.receiver.host} on {len(rails)} rail(s): "
+                f"PASS  incast round {number}{via}: {len(first.senders)} -> {first.receiver.host} on {len(rails)} "
+                "rail(s): "
                 f"{total:.0f} of {line:.0f} Gb/s, pauses {sum(x.pauses for x in rails)}, drops 0, "
                 f"CNPs {sum(x.cnps for x in rails)}"
             )
@@ -209,8 +218,9 @@ def summary_lines(rounds: list[IncastRound]) -> list[str]:
             total = f"{x.total_gbps:.1f}" if x.total_gbps is not None else "-"
             of = f" of {x.line_gbps:.0f}" if x.line_gbps else ""
             out.append(
-                f"{x.status.upper():4}  incast round {number} rail {x.rail}: {len(x.senders)} -> {x.receiver.host} "
-                f"{x.receiver.netdev}{sw}: {total}{of} Gb/s, pauses {x.pauses}, drops {x.drops}, CNPs {x.cnps}"
+                f"{x.status.upper():4}  incast round {number}{via} rail {x.rail}: {len(x.senders)} -> "
+                f"{x.receiver.host} {x.receiver.netdev}{sw}: {total}{of} Gb/s, pauses {x.pauses}, "
+                f"drops {x.drops}, CNPs {x.cnps}"
             )
             if x.status == "fail" and x.cause:
                 out.append(f"      {x.cause}")

@@ -90,6 +90,19 @@ def _lossy(
 ) -> None:
     x.status = "fail"
     unpaused = [f for f in x.senders if _drops(f.deltas, prio) and not f.deltas.get(f"rx_prio{prio}_pause")]
+    if unpaused and x.sender_rail is not None and _leaf_ports_lossless(x, facts, prio):
+        sender_leaf = (unpaused[0].switch_port or "?").split(" ")[0]
+        recv_leaf = (x.receiver_switch_port or "?").split(" ")[0]
+        x.cause = (
+            f"senders on rail {x.sender_rail} into {recv} (rail {x.rail}) retransmitted and got no PFC pause frames "
+            f"on priority {prio}, while both leaf ports advertise PFC on it: the path between {sender_leaf} and "
+            f"{recv_leaf} (their uplinks and the spine) does not run PFC on priority {prio}"
+        )
+        x.fix = (
+            f"give the uplinks of {sender_leaf} and {recv_leaf} and the spine's ports the same lossless QoS (list them "
+            f"in the answers' switches.fabric; {SWITCH_CONFIG})"
+        )
+        return
     if unpaused and len(unpaused) == len(x.senders) and len(x.senders) >= 2:
         sw = x.receiver_switch_port
         evidence = _pfc_evidence(facts.get(x.receiver.host), x.rail, sw, prio) if sw else ""
@@ -115,6 +128,13 @@ def _lossy(
         "senders were paused: the receiver NIC ran out of buffer (rx discards) or a link drops packets"
     )
     x.fix = "check the receiver's ethtool -S discards and its PFC buffer (mlnx_qos --buffer_size), then the cable"
+
+
+def _leaf_ports_lossless(x: IncastRound, facts: dict[str, HostFacts], prio: int) -> bool:
+    """Whether LLDP shows PFC on the priority at the receiver's and every sender's leaf port (so the loss is in
+    between: uplinks or spine)."""
+    ends = [(x.receiver.host, x.rail)] + [(f.sender.host, x.sender_rail or x.rail) for f in x.senders]
+    return all(prio in (_lldp_pfc(facts.get(h), rail) or []) for h, rail in ends)
 
 
 def _sender_cause(

@@ -130,6 +130,9 @@ class Validation:
             from wizard.validate.cross_rail import run_cross_rail
 
             r.cross_rail = await run_cross_rail(self, o.cross_rail)
+            if o.incast is not None:  # --cross-rail --incast: the incast again, every flow through the spine
+                first = max((x.round for x in r.incast), default=-1) + 1
+                r.incast += await run_incast(self, o.incast, cross=True, first=first)
         modes = o.incast is not None or o.cross_rail is not None  # a mode replaces the pair tests
         pairs = [] if modes else ring(self.hosts)
         if o.sweep:
