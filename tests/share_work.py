@@ -117,7 +117,8 @@ class ShareWork:
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         terminalreporter.write_line(
             f"share: this process ran {self.tests_run} of {self.tests_all} tests ({len(self.ran)} of "
-            f"{self.all_units} files or folders, {'last' if self.reverse else 'first'} first); the other lanes ran the rest"
+            f"{self.all_units} files or folders, {'last' if self.reverse else 'first'} first); "
+            "the other lanes ran the rest"
         )
 
 
