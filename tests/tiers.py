@@ -2,10 +2,10 @@
 
 The qemu tier (`pytest -m vmlab`: two TCG guests with a real kernel) runs beside everything else instead of after
 it. The rest (the main tier) is shared through tests/share_work.py by pytest processes that claim test files as they
-go: two start at once and walk the files from the front (while the qemu guests wait on a boot or a timer, one alone
-would leave a core idle); the qemu lane joins when its tier is done, walking them from the back, so both cores stay
-busy to the end. Every test runs exactly once, each process prints its own summary, and the run fails if any of them
-fails.
+go: one starts at once and walks the files from the front; the qemu lane joins when its tier is done, walking them
+from the back, so both cores stay busy to the end. Every test runs exactly once, each process prints its own
+summary, and the run fails if any of them fails. (A third lane from the start was tried: with three busy processes
+on two cores the TCG guests slowed down, the qemu tier became the longest lane and the whole run took longer.)
 
     python tests/tiers.py [PYTEST ARGS...]     # extra arguments go to every run, e.g. -x or -k bond
 
@@ -62,34 +62,20 @@ def main(extra: list[str]) -> int:
         env={**env, "ROCE_WIZARD_TEST_CLAIM_ORDER": "reverse"},
     )
     print(f"tiers: qemu tier started (pid {lane.pid}, output in {logs / 'qemu.log'}); main tier follows", flush=True)
-    # A third lane from the start: while the qemu tier waits on its guests (boots, timers), one pytest process
-    # alone would leave a core idle.
-    helper_log = (logs / "helper.log").open("w")
-    helper = subprocess.Popen(
-        [sys.executable, "-c", LANE, json.dumps([pytest + TIERS["main"] + share])],
-        cwd=ROOT,
-        stdout=helper_log,
-        stderr=subprocess.STDOUT,
-        env={**env, "ROCE_WIZARD_TEST_CLAIM_ORDER": "forward"},
-    )
     try:
         main_code = subprocess.call(
             pytest + TIERS["main"] + share, cwd=ROOT, env={**env, "ROCE_WIZARD_TEST_CLAIM_ORDER": "forward"}
         )
         main_s = time.monotonic() - started
-        if lane.poll() is None or helper.poll() is None:
-            print(f"tiers: main tier's first lane done in {main_s:.0f} s; waiting for the others", flush=True)
+        if lane.poll() is None:
+            print(f"tiers: main tier's first lane done in {main_s:.0f} s; waiting for the second", flush=True)
         lane.wait()
-        helper.wait()
     except KeyboardInterrupt:
         lane.terminate()
-        helper.terminate()
         lane.wait()
-        helper.wait()
         raise
     finally:
         lane_log.close()
-        helper_log.close()
     total_s = time.monotonic() - started
     print("\n" + "=" * 20 + " qemu tier (pytest -m vmlab), then this lane's share of the main tier " + "=" * 20)
     text = (logs / "qemu.log").read_text(errors="replace")
@@ -97,16 +83,9 @@ def main(extra: list[str]) -> int:
     print("=" * 110)
     codes = [int(c) for c in re.findall(r"^lane: exit (-?\d+)$", text, re.M)]
     qemu_code, share_code = (codes + [1, 1])[:2] if codes else (1, 1)
-    print("\n" + "=" * 40 + " the main tier's third lane " + "=" * 41)
-    helper_text = (logs / "helper.log").read_text(errors="replace")
-    sys.stdout.write(helper_text)
-    print("=" * 110)
-    helper_codes = [int(c) for c in re.findall(r"^lane: exit (-?\d+)$", helper_text, re.M)]
-    helper_code = helper_codes[0] if helper_codes else 1
     print(f"tiers: main tier, first lane: exit {main_code} ({_summary(main_code)}) after {main_s:.0f} s")
     print(f"tiers: qemu tier exit {qemu_code} ({_summary(qemu_code)}); main tier, second lane: exit {share_code} "
-          f"({_summary(share_code)}); third lane: exit {helper_code} ({_summary(helper_code)}); "
-          f"whole run {total_s:.0f} s")  # fmt: skip
+          f"({_summary(share_code)}); whole run {total_s:.0f} s")  # fmt: skip
     unclaimed = unclaimed_units(claims)
     if unclaimed:
         print(f"tiers: {len(unclaimed)} file(s) of the main tier ran in neither lane: {', '.join(unclaimed[:5])}")
@@ -118,7 +97,7 @@ def main(extra: list[str]) -> int:
             f"({busy / max(whole, 1):.0%})"
         )
     # Exit 5 is pytest's "no tests collected": a tier filtered to nothing by the extra arguments is not a failure.
-    every = (main_code, qemu_code, share_code, helper_code)
+    every = (main_code, qemu_code, share_code)
     failed = [code for code in every if code not in (0, 5)] + ([1] if unclaimed else [])
     if all(code == 5 for code in every):
         return 5

@@ -17,7 +17,7 @@ from wizard.cli.main import main
 from wizard.validate import perftest
 
 ASSETS = Path(__file__).resolve().parents[2] / "assets"
-QUICK = ["--incast", "--incast-rounds", "1", "--no-sweep", "--no-nccl"]
+QUICK = ["--incast", "--incast-rounds", "1", "--fanin", "2", "--no-sweep", "--no-nccl"]  # 2:1 oversubscribes
 
 
 @dataclass(frozen=True)
