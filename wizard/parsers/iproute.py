@@ -73,6 +73,8 @@ def _from_text(line: str) -> RouteGet | None:
         return None
     # options follow dst as KEY VALUE, mixed with lone flags such as "onlink": read them by key
     values = {k: words[i + 1] for i, k in enumerate(words[:-1]) if k in ("from", "via", "dev", "table", "src")}
+    if "dev" not in values:
+        return None  # "dev" as the last word, with no device after it: not a route answer
     return RouteGet(
         dst=words[0],
         dev=values["dev"],
