@@ -125,7 +125,8 @@ async def simulated_targets(
     try:
         lab = Lab.for_profile(profile, names, mgmt_addresses=mgmt, faults=parsed, switch_os=switch_os)
     except ValueError as exc:
-        raise UsageError(f"--fault: {exc}" if faults else str(exc)) from None
+        message = str(exc)
+        raise UsageError(message if "--switch-os" in message else f"--fault: {message}") from None
     # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
     scale = lab_time_scale()
     lab.time_scale = scale

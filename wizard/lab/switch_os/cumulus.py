@@ -110,6 +110,10 @@ def _roce(q: Qos, mode: str) -> None:
         q.ecn_tc.add(ROCE_TC)
 
 
+def _check_tcs(text: str) -> None:
+    _numbers(text, 0, 7)
+
+
 def _map_dscp(q: Qos, dscps: list[int], priority: int) -> None:
     q.dscp_sp.update(dict.fromkeys(dscps, priority))
     q.explicit_dscp.update(dscps)
@@ -146,7 +150,7 @@ def _setter(switch: Switch) -> list[tuple[str, Callable[[Qos, re.Match[str]], No
         (
             r"qos congestion-control default-global traffic-class (?P<t>[\d,\-]+) "
             r"(?:min-threshold|max-threshold|probability) \d+",
-            lambda q, m: _numbers(m["t"], 0, 7) and None,
+            lambda q, m: _check_tcs(m["t"]),  # thresholds are accepted, not modelled: ECN on/off is
         ),
         (
             r"qos congestion-control default-global traffic-class (?P<t>[\d,\-]+) ecn (?P<v>enable|disable)",
