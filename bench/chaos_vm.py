@@ -86,11 +86,11 @@ def vm_lab(workdir: Path) -> Iterator[Any]:
         subprocess.run(["cp", "--reflink=auto", str(disk), str(disks / disk.name)], check=True)
     pair = VmPair(image, disks)
     pair.start(loadvm=SNAPSHOT)
+    lab = vmc.LabVms(pair, workdir)
     try:
         vmc._write_known_hosts(pair)
         pair.wait_for_ssh_ports()
         asyncio.run(vmc._wait_ssh(pair, time.monotonic() + vmc.BOOT_TIMEOUT_S))
-        lab = vmc.LabVms(pair, workdir)
         for vm in pair.vms:
             ready = lab.ssh(
                 vm,
@@ -102,6 +102,7 @@ def vm_lab(workdir: Path) -> Iterator[Any]:
                 raise RuntimeError(f"{vm.name}: lab setup failed: {ready.stderr}")
         yield lab
     finally:
+        lab.close()
         pair.stop()
         for disk in disks.glob("*.qcow2"):
             disk.unlink()

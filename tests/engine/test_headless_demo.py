@@ -1,4 +1,7 @@
-"""The headless run as a subprocess against the simulated cluster: exit codes, JSON events, resume, plan --out."""
+"""The headless run as a subprocess against the simulated cluster: exit codes, private state, resume.
+
+(A whole bring-up's JSON events and a second run that changes nothing: tests/engine/test_plan_ahead.py, whose one
+bring-up also checks what `plan --out` predicted.)"""
 
 from __future__ import annotations
 
@@ -22,24 +25,6 @@ def cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
 
 def events(stdout: str) -> list[dict]:
     return [json.loads(line) for line in stdout.splitlines()]
-
-
-def test_demo_json_run_verifies_and_a_second_run_changes_nothing(tmp_path: Path) -> None:
-    state = tmp_path / "state"
-    first = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--json", "--state-dir", str(state))
-    assert first.returncode == 0, first.stderr[-3000:]
-    stream = events(first.stdout)  # every stdout line is one JSON event
-    assert stream[0]["event"] == "run_started" and stream[0]["demo"] is True
-    assert stream[-1] == {**stream[-1], "event": "run_finished", "exit_code": 0}
-    assert "[simulated]" in first.stderr and "SIMULATED CLUSTER" in first.stderr
-    second = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--json", "--state-dir", str(state))
-    assert second.returncode == 0
-    applied = [e for e in events(second.stdout) if e["event"] == "change_started"]
-    assert applied == [], "a second run must plan nothing"
-    status = cli("status", "--state-dir", str(state), "--json")
-    doc = json.loads(status.stdout)
-    assert doc["run"]["demo"] is True
-    assert doc["hosts"]["server1"]["stages"]["discovery"]["status"] == "done"
 
 
 def test_state_and_logs_are_private_and_hold_no_secret(tmp_path: Path) -> None:
@@ -72,18 +57,6 @@ def test_a_bad_fault_spec_is_a_usage_error(tmp_path: Path) -> None:
     result = cli("--demo", "--fault", "server9:pfc_off", "--state-dir", str(tmp_path))
     assert result.returncode == 2
     assert "server9" in result.stderr
-
-
-def test_plan_out_writes_each_hosts_stage_scripts(tmp_path: Path) -> None:
-    out = tmp_path / "plan"
-    result = cli("plan", "--demo", "--answers", str(EXAMPLE), "--out", str(out), "--state-dir", str(tmp_path / "s"))
-    assert result.returncode == 0, result.stderr[-2000:]
-    for host in ("server1", "server2"):
-        scripts = sorted((out / host).glob("*.sh"))
-        assert [s.name for s in scripts][:2] == ["01-ofed.sh", "02-network.sh"]
-        for script in scripts:
-            assert subprocess.run(["bash", "-n", str(script)]).returncode == 0
-    assert "# server1" in result.stdout
 
 
 def test_killing_the_run_at_any_point_leaves_a_resumable_state(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -24,10 +25,17 @@ EXAMPLE = REPO / "assets" / "answers.example.yaml"
 STAGE_SCRIPTS = ["01-ofed.sh", "02-network.sh", "03-roce.sh", "04-gpudirect.sh", "05-nccl.sh", "06-inference.sh"]
 
 
+ENV = {**os.environ, "ROCE_WIZARD_LAB_TIME_SCALE": "0.01"}
+
+
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "wizard", *args], capture_output=True, text=True, timeout=600, cwd=REPO
+        [sys.executable, "-m", "wizard", *args], capture_output=True, text=True, timeout=600, cwd=REPO, env=ENV
     )
+
+
+def events(stdout: str) -> list[dict]:
+    return [json.loads(line) for line in stdout.splitlines()]
 
 
 def lab_file(state: Path, host: str, path: str) -> str | None:
@@ -40,16 +48,46 @@ def lab_file(state: Path, host: str, path: str) -> str | None:
     return base64.b64decode(leaf["data"]).decode() if leaf else None
 
 
+Runs = dict[str, subprocess.CompletedProcess[str]]
+
+
 @pytest.fixture(scope="module")
-def planned_then_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
-    """Plan the bare reference cluster, then run every stage for real on the same simulated hosts."""
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Runs]:
+    """Plan the bare reference cluster, then run every stage for real on the same simulated hosts (headless, JSON
+    events), then run again: one bring-up serves the plan's predictions and the headless run's promises."""
     base = tmp_path_factory.mktemp("ahead")
     state, out = base / "state", base / "plan"
-    planned = cli("plan", "--demo", "--answers", str(EXAMPLE), "--out", str(out), "--state-dir", str(state))
-    assert planned.returncode == 0, planned.stderr[-2000:]
-    ran = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--state-dir", str(state))
-    assert ran.returncode == 0, ran.stderr[-3000:]
-    return state, out, planned.stdout
+    done: Runs = {}
+    done["plan"] = cli("plan", "--demo", "--answers", str(EXAMPLE), "--out", str(out), "--state-dir", str(state))
+    assert done["plan"].returncode == 0, done["plan"].stderr[-2000:]
+    for run in ("first", "second"):
+        done[run] = cli("--demo", "--answers", str(EXAMPLE), "--yes", "--json", "--state-dir", str(state))
+    return state, out, done
+
+
+@pytest.fixture(scope="module")
+def planned_then_run(runs: tuple[Path, Path, Runs]) -> tuple[Path, Path, str]:
+    state, out, done = runs
+    assert done["first"].returncode == 0, done["first"].stderr[-3000:]
+    return state, out, done["plan"].stdout
+
+
+def test_the_demo_json_run_verifies_and_a_second_run_changes_nothing(runs: tuple[Path, Path, Runs]) -> None:
+    state, _, done = runs
+    first = done["first"]
+    assert first.returncode == 0, first.stderr[-3000:]
+    stream = events(first.stdout)  # every stdout line is one JSON event
+    assert stream[0]["event"] == "run_started" and stream[0]["demo"] is True
+    assert stream[-1] == {**stream[-1], "event": "run_finished", "exit_code": 0}
+    assert "[simulated]" in first.stderr and "SIMULATED CLUSTER" in first.stderr
+    second = done["second"]
+    assert second.returncode == 0, second.stderr[-3000:]
+    applied = [e for e in events(second.stdout) if e["event"] == "change_started"]
+    assert applied == [], "a second run must plan nothing"
+    status = cli("status", "--state-dir", str(state), "--json")
+    doc = json.loads(status.stdout)
+    assert doc["run"]["demo"] is True
+    assert doc["hosts"]["server1"]["stages"]["discovery"]["status"] == "done"
 
 
 def test_bare_hosts_get_one_script_per_stage_and_every_script_parses(planned_then_run: tuple[Path, Path, str]) -> None:
@@ -61,6 +99,7 @@ def test_bare_hosts_get_one_script_per_stage_and_every_script_parses(planned_the
             assert subprocess.run(["bash", "-n", str(out / host / name)]).returncode == 0, name
             assert "REFUSED" not in (out / host / name).read_text(), f"{host} {name} refuses on bare hosts"
     assert "server1: 01-ofed.sh 02-network.sh" in (out / "README.txt").read_text()
+    assert "# server1" in planned_then_run[2]
 
 
 def test_the_plan_writes_nccl_conf_and_the_inference_units_for_both_hosts(

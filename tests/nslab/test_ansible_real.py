@@ -4,7 +4,7 @@ A namespace host has real sshd, sudo and host keys but no ConnectX card, and it 
 nothing may be installed there. What it carries is the reach (the inventory's user, key, strict known_hosts and the
 bastion hop) and the wizard's verdict: a host the wizard refuses at discovery is refused by every role with the
 wizard's own words, before any task changes it. The qemu lab carries the network stage for real
-(tests/vmlab/test_ansible_export.py).
+(tests/vmlab/test_real_kernel.py).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 from tests.nslab.conftest import NsCluster
 from tests.nslab.test_jump_host import answers as bastion_answers
 from tests.nslab.test_jump_host import jump_lab  # noqa: F401 - the bastion fixture
-from tests.vmlab.test_ansible_export import playbook
+from tests.vmlab.ansible_play import playbook
 from wizard.cli.export_ansible import main as export_ansible_cmd
 
 pytestmark = [

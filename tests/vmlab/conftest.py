@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ import asyncssh
 import pytest
 import yaml
 
+from tests.vmlab.guest_shell import GuestShells
 from tests.vmlab.vms import SNAPSHOT, Vm, VmPair, ensure_image, locked, missing_requirements
 
 STATIC_MANAGEMENT = (
@@ -40,6 +41,7 @@ class LabVms:
 
     pair: VmPair
     workdir: Path
+    shells: GuestShells | None = field(default=None, repr=False)
 
     @property
     def vms(self) -> list[Vm]:
@@ -115,8 +117,17 @@ class LabVms:
         assert done.exit_status == 0, done.stderr
 
     def ssh(self, vm: Vm, command: str, *, timeout_s: float = 120) -> asyncssh.SSHCompletedProcess:
-        """One command on a VM over a new connection (as root: the test inspects, the wizard uses ubuntu)."""
-        return asyncio.run(_run(self.pair, vm, command, timeout_s))
+        """One command on a VM as root (the test inspects; the wizard logs in as ubuntu, on its own connections),
+        on the test's kept connection to that VM (tests/vmlab/guest_shell.py)."""
+        if self.shells is None:
+            self.shells = GuestShells(self.pair.key_file, self.known_hosts)
+        return self.shells.run(vm.ssh_port, command, timeout_s)
+
+    def close(self) -> None:
+        """Close the test's own connections (before the VMs stop)."""
+        if self.shells is not None:
+            self.shells.close()
+            self.shells = None
 
 
 async def _run(pair: VmPair, vm: Vm, command: str, timeout_s: float) -> asyncssh.SSHCompletedProcess:
@@ -251,6 +262,7 @@ def lab_vms(booted_snapshot: Path, vm_image: Path, tmp_path: Path, request: pyte
             for log in sorted((tmp_path / "state").glob("**/*.log")):
                 print(f"--- the wizard's log {log.name}, last lines:\n" + "\n".join(log.read_text().splitlines()[-40:]))
     finally:
+        lab.close()
         pair.stop()
         for disk in workdir.glob("*.qcow2"):
             disk.unlink()  # 300 MB each; pytest keeps the last runs' temporary directories

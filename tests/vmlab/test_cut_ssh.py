@@ -16,8 +16,8 @@ from typing import Any
 import asyncssh
 import pytest
 
+from tests.vmlab.ansible_play import playbook
 from tests.vmlab.conftest import LabVms
-from tests.vmlab.test_ansible_export import playbook
 from tests.vmlab.test_real_kernel import statuses
 from wizard.cli.export_ansible import main as export_ansible_cmd
 

@@ -2,20 +2,25 @@
 
 What only a real kernel can show: netplan rendering through systemd-networkd, the bonding driver's own view of a
 bond (/proc/net/bonding), jumbo frames across it, Soft-RoCE carrying a real ib_write_bw, and a dark rail that does
-not hold a boot at network-online. (A host that rolls a change back by itself when the change cut its SSH:
-tests/vmlab/test_cut_ssh.py.)
+not hold a boot at network-online; and the exported Ansible project building the same network as the wizard,
+commit-confirmed and idempotent. (A host that rolls a change back by itself when the change cut its SSH, whichever
+engine applied it: tests/vmlab/test_cut_ssh.py.)
 """
 
 from __future__ import annotations
 
 import json
+import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from tests.vmlab.ansible_play import playbook
 from tests.vmlab.conftest import LabVms
 from tests.vmlab.vms import Vm
+from wizard.cli.export_ansible import main as export_ansible_cmd
 from wizard.parsers import parse
 
 pytestmark = pytest.mark.vmlab
@@ -49,19 +54,69 @@ def facts(lab: LabVms, host: str) -> dict[str, Any]:
     return json.loads((lab.workdir / "state" / "facts" / f"{host}.json").read_text())
 
 
-def test_the_network_stage_builds_a_bond_the_kernel_agrees_with_and_real_rdma_traffic_crosses_it(
+@pytest.mark.skipif(shutil.which("ansible-playbook") is None, reason="ansible-core is not installed")
+def test_the_wizard_and_the_exported_role_build_the_same_bond_the_kernel_agrees_with_and_rdma_crosses_it(
     lab_vms: LabVms,
 ) -> None:
-    """One configured pair, read every way it can be (each step used to pay for its own network apply):
-    discovery's facts, the bonding driver's view, jumbo frames, a re-run that plans nothing, a real ib_write_bw
-    over Soft-RoCE on the rail and on the bond shown by bwtest, `roce-wizard rollback` on one host, and a dark
-    rail against real systemd-networkd-wait-online on the other."""
-    answers = lab_vms.answers(BOND_AND_RAIL)
-    code, events, stderr = lab_vms.wizard("--answers", str(answers), "--only", "discovery,network", "--yes", "--json")
-    assert code == 0, stderr
-    assert statuses(events, "discovery") == {"vm1": "done", "vm2": "done"}
-    assert statuses(events, "network") == {"vm1": "done", "vm2": "done"}
+    """One configured pair, built by both engines and read every way it can be (each used to pay for its own pair
+    and network apply): the wizard configures vm1 while the exported Ansible project (commit-confirmed) configures
+    vm2, side by side; then the bonding driver's view, jumbo frames between the two, a wizard re-run over both that
+    plans nothing (so the role built exactly the wizard's plan), a second playbook run that changes nothing, a real
+    ib_write_bw over Soft-RoCE on the rail and on the bond shown by bwtest, `roce-wizard rollback` on one host, and
+    a dark rail against real systemd-networkd-wait-online on the other."""
+    vm1, vm2 = lab_vms.vms
+    second = {"vm2": {"host_id": 2}}  # each half gets the address it has in the whole cluster
+    both = lab_vms.answers(BOND_AND_RAIL, host_extra=second)
+    by_wizard = lab_vms.answers(BOND_AND_RAIL, hosts=["vm1"], file="wizard.yaml")
+    by_ansible = lab_vms.answers(BOND_AND_RAIL, hosts=["vm2"], host_extra=second, file="ansible.yaml")
+    project = lab_vms.workdir / "ansible"
+    exported = export_ansible_cmd(
+        ["--answers", str(by_ansible), "--only", "network", "--state-dir", str(lab_vms.workdir / "ansible-state"),
+         "-o", str(project)]
+    )  # fmt: skip
+    assert exported == 0
+    assert sorted(p.name for p in (project / "roles").iterdir()) == ["network"]
 
+    with ThreadPoolExecutor(1) as pool:
+        play = pool.submit(playbook, project)
+        code, events, stderr = lab_vms.wizard(
+            "--answers", str(by_wizard), "--only", "discovery,network", "--yes", "--json"
+        )
+        first, recap = play.result()
+    assert code == 0, stderr
+    assert statuses(events, "discovery") == {"vm1": "done"}
+    assert statuses(events, "network") == {"vm1": "done"}
+    assert first.returncode == 0, first.stdout[-6000:] + first.stderr[-2000:]
+    assert set(recap) == {"vm2"}
+    assert recap["vm2"]["failed"] == 0 and recap["vm2"]["unreachable"] == 0 and recap["vm2"]["changed"] > 0, recap
+    # Ansible's guard ran: a new connection confirmed the change and the timer was disarmed (no revert script left).
+    assert "a NEW SSH connection proves the host is still reachable" in first.stdout
+    left = lab_vms.ssh(vm2, "ls /var/lib/roce-wizard/revert/").stdout.split()
+    assert left and all(name.endswith(".claimed") for name in left), left
+    timers = lab_vms.ssh(vm2, "systemctl list-timers --all --no-legend 'roce-wizard-revert-*'").stdout
+    assert "roce-wizard-revert" not in timers
+
+    # The kernels agree with the plan.
+    for vm in (vm1, vm2):
+        bonding = parse("bonding", lab_vms.ssh(vm, "cat /proc/net/bonding/bond0").stdout)
+        assert (bonding.mode, bonding.transmit_hash_policy, bonding.mii_status) == ("balance-xor", "layer3+4", "up")
+        assert sorted((s.interface, s.mii_status, s.speed_mbps) for s in bonding.slaves) == [
+            ("eth1", "up", 100000),
+            ("eth2", "up", 100000),
+        ], vm.name
+        assert '"mtu":9000' in lab_vms.ssh(vm, "ip -j -d link show bond0").stdout
+        # The management NIC was left alone.
+        assert "10.0.2.15/24" in lab_vms.ssh(vm, "ip -br addr show eth0").stdout
+    # A full 9000-byte frame crosses the bond unfragmented (-M do) and the rail answers too.
+    jumbo = lab_vms.ssh(vm1, "ping -c 2 -W 5 -M do -s 8972 10.78.0.2")
+    assert jumbo.exit_status == 0, jumbo.stdout + jumbo.stderr
+    assert lab_vms.ssh(vm2, "ping -c 1 -W 5 10.79.0.1").exit_status == 0
+
+    # The wizard over both hosts: nothing left to apply on the one it configured nor on the one Ansible did.
+    code, events, stderr = lab_vms.wizard("--answers", str(both), "--only", "discovery,network", "--yes", "--json")
+    assert code == 0, stderr
+    assert not [e for e in events if e["event"] == "change_started"]
+    assert statuses(events, "network") == {"vm1": "done", "vm2": "done"}
     # Discovery read the real hosts.
     for name in ("vm1", "vm2"):
         found = facts(lab_vms, name)["discovery"]
@@ -74,28 +129,10 @@ def test_the_network_stage_builds_a_bond_the_kernel_agrees_with_and_real_rdma_tr
         assert "rdma_rxe" in found["modules"]
     assert "software RDMA only: rxe_eth3 on eth3" in stderr
 
-    # The kernel agrees with the plan.
-    vm1, vm2 = lab_vms.vms
-    bonding = parse("bonding", lab_vms.ssh(vm1, "cat /proc/net/bonding/bond0").stdout)
-    assert (bonding.mode, bonding.transmit_hash_policy, bonding.mii_status) == ("balance-xor", "layer3+4", "up")
-    assert sorted((s.interface, s.mii_status, s.speed_mbps) for s in bonding.slaves) == [
-        ("eth1", "up", 100000),
-        ("eth2", "up", 100000),
-    ]
-    link = lab_vms.ssh(vm1, "ip -j -d link show bond0").stdout
-    assert '"mtu":9000' in link
-    # A full 9000-byte frame crosses the bond unfragmented (-M do) and the rail answers too.
-    jumbo = lab_vms.ssh(vm1, "ping -c 2 -W 5 -M do -s 8972 10.78.0.2")
-    assert jumbo.exit_status == 0, jumbo.stdout + jumbo.stderr
-    assert lab_vms.ssh(vm2, "ping -c 1 -W 5 10.79.0.1").exit_status == 0
-    # The management NIC was left alone.
-    assert "10.0.2.15/24" in lab_vms.ssh(vm1, "ip -br addr show eth0").stdout
-
-    # Re-running on the configured hosts plans nothing and says why.
-    code, events, stderr = lab_vms.wizard("--answers", str(answers), "--only", "discovery,network", "--yes", "--json")
-    assert code == 0, stderr
-    assert not [e for e in events if e["event"] == "change_started"]
-    assert statuses(events, "network") == {"vm1": "done", "vm2": "done"}
+    # The playbook again: idempotent.
+    again, recap = playbook(project)
+    assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-2000:]
+    assert recap["vm2"]["changed"] == 0 and recap["vm2"]["failed"] == 0, again.stdout[-4000:]
 
     # Real RDMA traffic: Soft-RoCE on the bond too, as the RoCE LAG device appears on a real server once its bond
     # exists, and bwtest measures the rail and the bond.
@@ -103,7 +140,7 @@ def test_the_network_stage_builds_a_bond_the_kernel_agrees_with_and_real_rdma_tr
         added = lab_vms.ssh(vm, "rdma link add rxe_bond0 type rxe netdev bond0")
         assert added.exit_status == 0, added.stderr
     proc = lab_vms.run_cli(
-        "bwtest", "--answers", str(answers), "--no-sweep", "--no-nccl", "--seconds", "3", "--json", timeout_s=900
+        "bwtest", "--answers", str(both), "--no-sweep", "--no-nccl", "--seconds", "3", "--json", timeout_s=900
     )
     report = json.loads(proc.stdout)
     measured = {r["client"]["device"]: r for r in report["rails"] + report["together"] if r["gbps"]}
@@ -117,16 +154,16 @@ def test_the_network_stage_builds_a_bond_the_kernel_agrees_with_and_real_rdma_tr
     for vm in lab_vms.vms:  # the test's own device goes before the rollback takes the bond away
         assert lab_vms.ssh(vm, "rdma link delete rxe_bond0").exit_status == 0
 
-    # And `roce-wizard rollback` takes it all away again on the chosen host.
-    undo = lab_vms.run_cli("rollback", "--answers", str(answers), "--host", "vm2", "--stage", "network", "--yes")
+    # And `roce-wizard rollback` takes the wizard's changes away again on the chosen host.
+    undo = lab_vms.run_cli("rollback", "--answers", str(both), "--host", "vm1", "--stage", "network", "--yes")
     assert undo.returncode == 0, undo.stdout + undo.stderr
-    assert lab_vms.ssh(vm2, "ip link show bond0").exit_status == 1, "the bond the wizard created is gone"
-    assert lab_vms.ssh(vm2, "test -e /etc/netplan/60-roce-wizard.yaml").exit_status == 1
-    assert "master" not in lab_vms.ssh(vm2, "ip -br link show eth1; ip link show eth1").stdout
-    assert lab_vms.ssh(vm1, "test -e /proc/net/bonding/bond0").exit_status == 0, "vm1 was not chosen"
+    assert lab_vms.ssh(vm1, "ip link show bond0").exit_status == 1, "the bond the wizard created is gone"
+    assert lab_vms.ssh(vm1, "test -e /etc/netplan/60-roce-wizard.yaml").exit_status == 1
+    assert "master" not in lab_vms.ssh(vm1, "ip -br link show eth1; ip link show eth1").stdout
+    assert lab_vms.ssh(vm2, "test -e /proc/net/bonding/bond0").exit_status == 0, "vm2 was not chosen"
 
-    # Boot waits: the rail's cable goes dark on vm1, whose configuration is still the wizard's.
-    assert_a_dark_rail_holds_network_online_only_without_optional(lab_vms, vm1)
+    # Boot waits: the rail's cable goes dark on vm2, whose configuration is the exported role's.
+    assert_a_dark_rail_holds_network_online_only_without_optional(lab_vms, vm2)
 
 
 WAIT = "/lib/systemd/systemd-networkd-wait-online --timeout=8"

@@ -9,7 +9,7 @@ import shlex
 from typing import Any
 
 from wizard.engine.step import Change, FileWrite, HostPlan, Impact, RemoteCommand
-from wizard.export.ansible_guard import dir_task, guarded_block, plain, short
+from wizard.export.ansible_guard import dirs_task, guarded_block, plain, short
 
 MARKER_DIR = "/var/lib/roce-wizard/ansible"
 """Where a change made only of commands records that it ran (its `creates`), so a second run changes nothing."""
@@ -73,8 +73,13 @@ def host_tasks(plan: HostPlan, guard: tuple[float, float], reboot_timeout_s: int
     if plan.blockers:
         tasks.append({"name": f"{t} | refused", "ansible.builtin.fail": {"msg": "; ".join(plan.blockers)}})
         return tasks
-    if any(not c.files for c in plan.changes):
-        tasks.append(dir_task(t, MARKER_DIR))
+    directories = [MARKER_DIR] if any(not c.files for c in plan.changes) else []
+    for file in (f for c in plan.changes for f in c.files):
+        directory = file.path.rsplit("/", 1)[0] or "/"
+        if directory not in directories:
+            directories.append(directory)
+    if directories:
+        tasks.append(dirs_task(t, directories, f"{stage}_dirs"))
     for n, change in enumerate(plan.changes):
         tasks += change_tasks(stage, plan.host, n, change, guard, reboot_timeout_s)
     return tasks
@@ -168,8 +173,6 @@ def _copy_tasks(t: str, host: str, file: FileWrite, reg: str) -> list[dict[str, 
         args["src"] = "{{ " + var + " }}"
     else:
         args["src"] = local_file(host, file)
-    directory = file.path.rsplit("/", 1)[0] or "/"
-    tasks.append(dir_task(t, directory))
     tasks.append(
         {
             "name": f"{t} | install {file.path}",

@@ -5,10 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from wizard.engine.step import ClusterView
-from wizard.parsers.bonding import _BOND_MODES
-
-KERNEL_BOND_MODE = {name: text for text, name in _BOND_MODES.items()}
-"""iproute2 bond mode -> the words /proc/net/bonding prints for it."""
 
 
 def host_vars(view: ClusterView, host: str) -> dict[str, Any]:
@@ -54,7 +50,8 @@ def _network(view: ClusterView, host: str) -> dict[str, Any] | None:
         interfaces += [{"netdev": m, "address": None, "mtu": mtu} for m in e.members]
         if e.bond is not None:
             policy = e.bond.transmit_hash_policy if e.bond.mode in ("802.3ad", "balance-xor", "balance-tlb") else None
-            bonds.append({"name": e.netdev, "mode": KERNEL_BOND_MODE[e.bond.mode], "transmit_hash_policy": policy})
+            # iproute2's names, which `ip -d` prints in the bond's linkinfo (kernel bond_mode_tbl)
+            bonds.append({"name": e.netdev, "mode": e.bond.mode, "transmit_hash_policy": policy})
     sysctls = wanted_sysctls(d.sysctl_netdevs) if _sysctls_wanted(view, d) else {}
     return {
         "mtu": mtu,
@@ -120,14 +117,15 @@ def _assert(name: str, that: list[str], msg: str, loop: str, label: str) -> dict
 
 
 def _network_tasks() -> list[dict[str, Any]]:
-    """One read for all ports and one for all sysctls (each read is a module run on the host, seconds apiece on a
-    slow one), then one assert per port, bond and sysctl naming it."""
+    """One read for all ports and bonds and one for all sysctls (each read is a module run on the host, seconds
+    apiece on a slow one), then one assert per port, bond and sysctl naming it."""
     net = "roce_wizard_network"
     guard = f"{net} is defined"
     return [
         {
             "name": "Network | read the ports",
-            "ansible.builtin.command": {"argv": ["ip", "-j", "addr", "show"]},
+            # -d adds each link's details: a bond's mode and hash policy come from the same read
+            "ansible.builtin.command": {"argv": ["ip", "-j", "-d", "addr", "show"]},
             "register": "network_ip",
             "changed_when": False,
             "failed_when": False,
@@ -156,29 +154,26 @@ def _network_tasks() -> list[dict[str, Any]]:
             "when": guard,
         },
         {
-            **_read(
-                "Network | read each bond from /proc/net/bonding",
-                ["cat", "/proc/net/bonding/{{ item.name }}"],
-                f"{{{{ {net}.bonds | default([]) }}}}",
-                "network_bonding",
-            ),
-            "when": guard,
-        },
-        {
             **_assert(
                 "Network | bond mode as planned",
                 [
-                    "item.rc == 0",
-                    "('Bonding Mode: ' ~ item.item.mode) in item.stdout",
-                    "item.item.transmit_hash_policy is none or "
-                    "('Transmit Hash Policy: ' ~ item.item.transmit_hash_policy ~ ' ') in item.stdout",
+                    "network_ip.rc == 0",
+                    "network_bond.get('linkinfo', {}).get('info_kind') == 'bond'",
+                    "network_bond.get('linkinfo', {}).get('info_data', {}).get('mode') == item.mode",
+                    "item.transmit_hash_policy is none or "
+                    "network_bond.get('linkinfo', {}).get('info_data', {}).get('xmit_hash_policy')"
+                    " == item.transmit_hash_policy",
                 ],
-                "{{ inventory_hostname }} bond {{ item.item.name }}: expected mode {{ item.item.mode }}"
-                "{{ ', hash ' ~ item.item.transmit_hash_policy if item.item.transmit_hash_policy else '' }}; "
-                "/proc/net/bonding shows: {{ item.stdout | default(item.stderr) }}",
-                "{{ network_bonding.results | default([]) }}",
-                "{{ item.item.name }}",
+                "{{ inventory_hostname }} bond {{ item.name }}: expected mode {{ item.mode }}"
+                "{{ ', hash ' ~ item.transmit_hash_policy if item.transmit_hash_policy else '' }}; "
+                "ip -d shows: {{ network_bond.get('linkinfo') if network_bond else 'no such interface' }}",
+                f"{{{{ {net}.bonds | default([]) }}}}",
+                "{{ item.name }}",
             ),
+            "vars": {
+                "network_bond": "{{ network_ip.stdout | default('[]', true) | from_json"
+                " | selectattr('ifname', 'equalto', item.name) | first | default({}) }}"
+            },
             "when": guard,
         },
         {

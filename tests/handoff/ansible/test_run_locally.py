@@ -174,3 +174,35 @@ def test_hosts_run_their_own_task_files_at_the_same_time_not_one_after_another(t
         timeout=120,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+@pytest.mark.skipif(shutil.which("ip") is None, reason="iproute2 is not installed")
+def test_the_bond_assert_reads_ip_details_and_names_a_link_that_is_not_the_planned_bond(
+    exported: Exported, tmp_path: Path
+) -> None:
+    """A bond's mode and hash policy come from the same `ip -j -d addr show` read as the ports (a real bond's
+    linkinfo: tests/fixtures/real-outputs/ip_json/vmlab-debian12-bond-rail-rxe.txt; the qemu lab passes it)."""
+    verify = exported.project / "roles" / "network" / "tasks" / "verify.yml"
+    assert "/proc/net/bonding" not in verify.read_text(), "no module run per bond"
+    tasks = [{"name": "Verify", "ansible.builtin.include_tasks": str(verify)}]
+    planned = _lo()
+    planned["bonds"] = [{"name": "lo", "mode": "balance-xor", "transmit_hash_policy": "layer3+4"}]
+    proc = run_local(tmp_path, tasks, {"roce_wizard_network": planned})
+    assert proc.returncode != 0
+    assert "localhost bond lo: expected mode balance-xor, hash layer3+4; ip -d shows:" in proc.stdout
+
+
+def test_a_hosts_directories_are_made_in_one_task_that_reports_changed_only_when_it_made_one(tmp_path: Path) -> None:
+    from wizard.export.ansible_guard import dirs_task
+
+    there, missing = tmp_path / "etc" / "netplan", tmp_path / "etc" / "sysctl.d"
+    there.mkdir(parents=True)
+    (there / "keep").write_text("old\n")
+    task = dirs_task("Network", [str(there), str(missing)], "network_dirs")
+    task.pop("become")  # a temporary directory of this user's
+    first = run_local(tmp_path, [task], {})
+    assert first.returncode == 0, first.stdout + first.stderr
+    assert "changed=1" in first.stdout and missing.is_dir() and (there / "keep").read_text() == "old\n"
+    assert oct(missing.stat().st_mode & 0o777) == "0o755"
+    again = run_local(tmp_path, [task], {})
+    assert again.returncode == 0 and "changed=0" in again.stdout, again.stdout
