@@ -87,7 +87,28 @@ def _port_items(port: RocePort, facts: RoceFacts, want: Desired) -> list[CheckIt
         ),
     ]
     items.append(_ecn_item(port, want))
+    if want.cable_len is not None:
+        items.append(_headroom_item(port, tool, want.cable_len))
     return items
+
+
+def _headroom_item(port: RocePort, tool: str, cable_len: int) -> CheckItem:
+    """The lossless headroom covers the fabric's cables (NVIDIA: mlnx_qos --cable_len sizes the lossless buffers'
+    headroom; the driver's default is 7 m)."""
+    nd = port.netdev
+    ok = port.cable_len == cable_len
+    fix = (
+        f"mlnx_qos -i {nd} --cable_len={cable_len}" if tool == "mlnx_qos" else f"dcb pfc set dev {nd} delay {cable_len}"
+    )
+    return CheckItem(
+        id=f"headroom:{nd}",
+        title=f"{nd} PFC headroom for {cable_len} m cables",
+        status="pass" if ok else "fail",
+        evidence=f"{nd} ({port.rdma_device}): headroom sized for "
+        + (f"{port.cable_len} m of cable" if port.cable_len is not None else "an unknown cable length")
+        + ("" if ok else f"; roce.cable_length_m is {cable_len} m: pauses come too late and packets drop"),
+        fix=None if ok else f"{fix}; then {RERUN}",
+    )
 
 
 def _ecn_item(port: RocePort, want: Desired) -> CheckItem:

@@ -20,6 +20,7 @@ class Desired:
     cnp_dscp: int
     cnp_priority: int
     stop_lldpad: bool
+    cable_len: int | None = None  # metres of cable the PFC headroom must cover; None: leave the adapter's
 
     @classmethod
     def from_answers(cls, answers: Answers) -> Desired:
@@ -33,6 +34,7 @@ class Desired:
             cnp_dscp=roce.cnp_dscp,
             cnp_priority=roce.cnp_priority,
             stop_lldpad=roce.stop_lldpad,
+            cable_len=roce.cable_length_m,
         )
 
     @property
@@ -73,10 +75,11 @@ class PortDelta:
     pfc: bool
     dscp: bool
     ecn: dict[str, int]  # ECN files whose value must be written
+    cable: bool = False  # the PFC headroom is sized for another cable length than the answers give
 
     @property
     def qos(self) -> bool:
-        return self.trust or self.pfc or self.dscp
+        return self.trust or self.pfc or self.dscp or self.cable
 
     @property
     def empty(self) -> bool:
@@ -93,6 +96,7 @@ def port_delta(port: RocePort, want: Desired) -> PortDelta:
         pfc=port.pfc != want.pfc,
         dscp=effective_dscp2prio(port).get(want.dscp) != want.priority,
         ecn=ecn,
+        cable=want.cable_len is not None and port.cable_len != want.cable_len,
     )
 
 

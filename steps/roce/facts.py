@@ -46,6 +46,7 @@ class RocePort(_Model):
     gid_index: int | None = None  # RoCE v2 IPv4 GID index of the RDMA device
     trust: str | None = None
     pfc: list[int] | None = None  # 8 entries, 1 = PFC on for that priority
+    cable_len: int | None = None  # metres the lossless headroom is sized for (mlnx_qos "Cable len", DCB PFC delay)
     dscp2prio: dict[int, int] = Field(default_factory=dict)
     qos_error: str | None = None
     qos_warnings: list[str] = Field(default_factory=list)
@@ -179,6 +180,13 @@ def parse_dcb_pfc(text: str) -> list[int] | None:
         if int(prio) < 8:
             flags[int(prio)] = 1 if state == "on" else 0
     return flags
+
+
+def parse_dcb_pfc_delay(text: str) -> int | None:
+    """iproute2 ``dcb pfc show dev IF prio-pfc delay``: the ``delay`` value, which mlx5 reports as the cable length
+    in metres its PFC headroom is sized for (en_dcbnl.c mlx5e_dcbnl_ieee_getpfc: pfc->delay = dcbx.cable_len)."""
+    match = re.search(r"\bdelay\s+(\d+)", text)
+    return int(match.group(1)) if match else None
 
 
 def parse_dcb_app_dscp(text: str) -> dict[int, int]:

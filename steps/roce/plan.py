@@ -126,6 +126,9 @@ def _port_change(port: RocePort, delta: PortDelta, facts: RoceFacts, want: Desir
         if delta.pfc:
             commands.append(RemoteCommand(argv=["mlnx_qos", "-i", nd, "--pfc", want.pfc_csv]))
             what.append(f"PFC on priority {want.priority} only")
+        if delta.cable:
+            commands.append(RemoteCommand(argv=["mlnx_qos", "-i", nd, f"--cable_len={want.cable_len}"]))
+            what.append(f"PFC headroom for {want.cable_len} m of cable (was {port.cable_len or '?'} m)")
     elif delta.qos:
         if delta.pfc:
             commands.append(
@@ -138,6 +141,9 @@ def _port_change(port: RocePort, delta: PortDelta, facts: RoceFacts, want: Desir
                 RemoteCommand(argv=["dcb", "app", "add", "dev", nd, "dscp-prio", f"{want.dscp}:{want.priority}"])
             )
             what.append(f"trust DSCP, DSCP {want.dscp} -> priority {want.priority}")
+        if delta.cable:
+            commands.append(RemoteCommand(argv=["dcb", "pfc", "set", "dev", nd, "delay", str(want.cable_len)]))
+            what.append(f"PFC headroom for {want.cable_len} m of cable (was {port.cable_len or '?'} m)")
     for path, value in delta.ecn.items():
         commands.append(RemoteCommand(argv=["tee", f"/sys/class/net/{nd}/ecn/{path}"], input=str(value)))
     if delta.ecn:

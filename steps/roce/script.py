@@ -117,12 +117,17 @@ def script_text(host: str, facts: RoceFacts, want: Desired) -> str:
         body = [f"wait_for /sys/class/net/{nd}"]
         if facts.qos_tool == "mlnx_qos":
             body += [f"mlnx_qos -i {nd} --trust dscp >/dev/null", f"mlnx_qos -i {nd} --pfc {want.pfc_csv} >/dev/null"]
+            if want.cable_len is not None:
+                # a driver reload sizes the headroom for 7 m again (mlx5e_dcbnl_initialize)
+                body.append(f"mlnx_qos -i {nd} --cable_len={want.cable_len} >/dev/null")
         else:
             # replace, not add: it stays correct when the unit runs again
             body += [
                 f"dcb pfc set dev {nd} prio-pfc {dcb_pfc_map(want.pfc)}",
                 f"dcb app replace dev {nd} dscp-prio {want.dscp}:{want.priority}",
             ]
+            if want.cable_len is not None:
+                body.append(f"dcb pfc set dev {nd} delay {want.cable_len}")
         if want.ecn and port.ecn is not None:
             body += [f"echo {v} > /sys/class/net/{nd}/ecn/{path}" for path, v in want.ecn_values.items()]
         lines += [f"if port {nd}; then", *(f"\t{b}" for b in body), "fi"]

@@ -27,6 +27,7 @@ from steps.roce.facts import (
     parse_cma_value,
     parse_dcb_app_dscp,
     parse_dcb_pfc,
+    parse_dcb_pfc_delay,
     parse_grep_values,
     parse_systemctl_show,
     roce_targets,
@@ -64,7 +65,10 @@ def qos_argvs(tool: str, netdev: str) -> list[list[str]]:
     if tool == "mlnx_qos":
         return [["mlnx_qos", "-i", netdev]]
     if tool == "dcb":
-        return [["dcb", "pfc", "show", "dev", netdev, "prio-pfc"], ["dcb", "app", "show", "dev", netdev, "dscp-prio"]]
+        return [
+            ["dcb", "pfc", "show", "dev", netdev, "prio-pfc", "delay"],
+            ["dcb", "app", "show", "dev", netdev, "dscp-prio"],
+        ]
     return []
 
 
@@ -176,6 +180,7 @@ class Roce(Step):
                 port.qos_error = _error(result) if not result.ok else str(exc)
                 return
             port.trust, port.pfc = qos.trust, list(qos.pfc_enabled) or None  # type: ignore[attr-defined]
+            port.cable_len = qos.cable_len  # type: ignore[attr-defined]
             port.dscp2prio = dict(qos.dscp2prio)  # type: ignore[attr-defined]
             port.qos_warnings = list(qos.warnings)  # type: ignore[attr-defined]
         elif tool == "dcb":
@@ -186,6 +191,7 @@ class Roce(Step):
                 port.qos_error = _error(pfc if not pfc.ok else app)
                 return
             port.pfc = parse_dcb_pfc(pfc.stdout)
+            port.cable_len = parse_dcb_pfc_delay(pfc.stdout)
             port.dscp2prio = parse_dcb_app_dscp(app.stdout)
             # upstream mlx5 trusts DSCP exactly when DSCP app entries exist (en_dcbnl.c mlx5e_dcbnl_ieee_setapp)
             port.trust = "dscp" if port.dscp2prio else "pcp"

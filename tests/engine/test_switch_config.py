@@ -440,3 +440,18 @@ def test_rails16_demo_writes_nvue_for_eight_leaves(tmp_path: Path) -> None:
     assert (
         "Not configured (no switch file covers these host ports):\n  none" in (out / "nvue" / "README.txt").read_text()
     )
+
+
+def test_the_answers_cable_length_sizes_the_switches_headroom_as_it_does_the_hosts() -> None:
+    """roce.cable_length_m reaches both ends of each cable: mlnx_qos --cable_len on the hosts, NVUE's PFC
+    cable-length and SONiC's CABLE_LENGTH (both buffer models size the headroom from it) on the switches."""
+    ports = [sonic_name(f"swp{n}") for n in (1, 2, 3)]
+    files = all_files("roce:\n  cable_length_m: 30\n")
+    assert "nv set qos pfc default-global cable-length 30" in files["nvue"]["leaf-r0"]
+    assert json.loads(files["sonic"]["leaf-r0"])["CABLE_LENGTH"]["AZURE"] == dict.fromkeys(ports, "30m")
+    trad = all_files("roce:\n  cable_length_m: 40\nswitches:\n  sonic_buffer_model: traditional\n")
+    db = json.loads(trad["sonic"]["leaf-r0"])
+    assert {v["profile"] for v in db["BUFFER_PG"].values()} == {"pg_lossless_400000_40m_profile"}
+    unset = all_files()
+    assert "cable-length" not in unset["nvue"]["leaf-r0"]
+    assert "CABLE_LENGTH" not in json.loads(unset["sonic"]["leaf-r0"]), "the switch's own default stays"

@@ -11,6 +11,7 @@ from steps.roce.facts import (
     parse_cma_value,
     parse_dcb_app_dscp,
     parse_dcb_pfc,
+    parse_dcb_pfc_delay,
     parse_grep_values,
     parse_systemctl_show,
 )
@@ -169,3 +170,26 @@ def test_persistence_fails_when_the_udev_rule_that_survives_driver_reloads_is_mi
     facts.udev_rule_text = None
     item = by_id(host_checks("server1", facts, WANT))["persistence"]
     assert item.status == "fail" and item.evidence == "/etc/udev/rules.d/90-roce-wizard-qos.rules missing"
+
+
+def test_headroom_sized_for_shorter_cables_than_the_fabric_has_fails_naming_port_and_fix():
+    """ConnectX sizes the lossless headroom for 7 m of cable unless told (mlx5 MLX5E_DEFAULT_CABLE_LEN)."""
+    want = Desired.from_answers(answers("roce:\n  cable_length_m: 30\n"))
+    facts = roce_facts(configured=True)
+    for port in facts.ports:
+        port.cable_len = 7
+    facts.ports[1].cable_len = 30
+    items = by_id(host_checks("server1", facts, want))
+    short = items[f"headroom:{facts.ports[0].netdev}"]
+    nd = facts.ports[0].netdev
+    assert short.status == "fail" and short.title == f"{nd} PFC headroom for 30 m cables"
+    assert "headroom sized for 7 m of cable; roce.cable_length_m is 30 m" in short.evidence
+    assert short.fix == f"mlnx_qos -i {nd} --cable_len=30; then re-run roce-wizard --from roce"
+    assert items[f"headroom:{facts.ports[1].netdev}"].status == "pass"
+    assert not any(i.startswith("headroom:") for i in by_id(host_checks("server1", facts, WANT))), "unasked: unchecked"
+
+
+def test_dcb_reports_mlx5s_cable_length_as_the_pfc_delay():
+    assert parse_dcb_pfc_delay("pfc-cap 8 macsec-bypass off delay 7\nprio-pfc 0:off 1:off 2:off 3:on") == 7
+    assert parse_dcb_pfc_delay("prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off delay 30") == 30
+    assert parse_dcb_pfc_delay("prio-pfc 0:off 1:off") is None

@@ -120,13 +120,19 @@ async def test_qos_comes_back_by_itself_after_openibd_restart_and_the_next_run_c
     netdevs are re-created with driver defaults (trust pcp, no PFC, ECN off, RDMA-CM ToS 0; NVIDIA DOCA/MLNX_OFED
     "RoCE Configuration": mlnx_qos/cma_roce_tos settings are not persistent). A boot-only oneshot unit does not run
     again; the wizard's udev rule (udev(7) SYSTEMD_WANTS on the mlx5 netdev "add" event, systemd.device(5)) starts
-    roce-wizard-qos@PORT.service for every re-created port, so QoS is back before anyone re-runs the wizard."""
-    async with lab_runner(tmp_path, load_answers(EXAMPLE)) as (lab, runner):
+    roce-wizard-qos@PORT.service for every re-created port, so QoS is back before anyone re-runs the wizard.
+    With 30 m cables the headroom goes back to the driver's 7 m on a reload: the unit sizes it again."""
+    answers = load_answers(EXAMPLE)
+    answers.roce.cable_length_m = 30
+    async with lab_runner(tmp_path, answers) as (lab, runner):
         assert await run(runner, ["discovery", "roce"]) == 0, stage_status(runner, "roce")
         server1 = lab.host("server1")
+        assert server1.netdevs["ens2f1np1"].qos.cable_len == 30
+        assert "mlnx_qos -i ens2f1np1 --cable_len=30" in server1.fs.read_text("/usr/local/sbin/roce-wizard-qos.sh")
         assert (await server1.run("/etc/init.d/openibd restart")).status == 0
         qos = server1.netdevs["ens2f1np1"].qos
         assert (qos.trust, qos.pfc, qos.ecn_np[3], qos.ecn_rp[3]) == ("dscp", [0, 0, 0, 1, 0, 0, 0, 0], 1, 1)
+        assert qos.cable_len == 30
         assert server1.rdma_cfg["mlx5_3"]["tos"] == 106
 
         after = await rerun(runner, "roce")

@@ -190,6 +190,12 @@ class RoceSection(Section):
     """DSCP of the congestion notification packets ECN/DCQCN sends (ecn/roce_np/cnp_dscp); 48 -> priority 6."""
     cnp_priority: int = Field(default=6, ge=0, le=7)
     """802.1p priority of the CNPs (ecn/roce_np/cnp_802p_prio); must be the priority cnp_dscp maps to."""
+    cable_length_m: int | None = Field(default=None, ge=1, le=999)
+    """Length in metres of the longest cable from a RoCE port to its switch (or back-to-back peer). A lossless
+    priority's buffer keeps headroom for what is still on the wire when a pause is sent, and ConnectX sizes it for a
+    cable length: 7 m unless told (mlx5 MLX5E_DEFAULT_CABLE_LEN; `mlnx_qos --cable_len`, DCB PFC `delay`). A longer
+    cable with less headroom drops packets a pause should have saved. Set on every port and kept across driver
+    reloads; the SONiC and NVUE switch files use it too. Omitted: the adapter's value is left as it is."""
     stop_lldpad: bool = False
     """Stop and disable lldpad where it runs (its DCBX rewrites the PFC set by mlnx_qos). False: a host running
     lldpad fails the stage with the fix, so a site that relies on lldpad decides for itself."""

@@ -33,6 +33,7 @@ class SwitchQos:
     host_mtu: int
     watchdog: PfcWatchdog = field(default_factory=PfcWatchdog)
     buffer_model: str = "dynamic"  # SONiC's (DEVICE_METADATA buffer_model)
+    cable_m: int | None = None  # roce.cable_length_m: the switch sizes its lossless headroom for it as the hosts do
 
     @classmethod
     def from_answers(cls, answers: Answers) -> SwitchQos:
@@ -47,6 +48,7 @@ class SwitchQos:
             host_mtu=answers.network.mtu,
             watchdog=answers.switches.pfc_watchdog,
             buffer_model=answers.switches.sonic_buffer_model,
+            cable_m=answers.roce.cable_length_m,
         )
 
     def summary(self) -> str:
@@ -60,7 +62,7 @@ class SwitchQos:
         return (
             f"ToS {self.tos} = DSCP {self.dscp} -> priority {self.priority} (PFC no-drop); "
             f"CNP DSCP {self.cnp_dscp} -> priority {self.cnp_priority} (strict priority); {ecn}; {watchdog}; "
-            f"host MTU {self.host_mtu}"
+            f"host MTU {self.host_mtu}" + (f"; headroom for {self.cable_m} m cables" if self.cable_m else "")
         )
 
 

@@ -51,6 +51,12 @@ def render(
         "nv set qos mapping default-global trust both",
         f"nv set qos mapping default-global dscp {qos.dscp} switch-priority {qos.priority}",
     ]
+    if qos.cable_m:
+        lines += [
+            f"# Lossless headroom for {qos.cable_m} m cables (roce.cable_length_m, as on the hosts):",
+            "# what is still on the wire when a pause goes out must fit in the buffer.",
+            f"nv set qos pfc default-global cable-length {qos.cable_m}",
+        ]
     lines += _priority_moves(qos)
     lines += _ecn(qos)
     lines += _watchdog_global(qos)

@@ -79,8 +79,9 @@ def config(
         "BUFFER_PG": {f"{name}|{p}": {"profile": _pg_profile(qos)} for name in ports},
         "BUFFER_QUEUE": {f"{name}|{p}": {"profile": "egress_lossless_profile"} for name in ports},
     }
-    if qos.buffer_model == "traditional":
-        db["CABLE_LENGTH"] = {"AZURE": dict.fromkeys(ports, TRADITIONAL_CABLE)}
+    if qos.buffer_model == "traditional" or qos.cable_m:
+        # both buffer models size the lossless headroom from the port's cable length (buffermgrd)
+        db["CABLE_LENGTH"] = {"AZURE": dict.fromkeys(ports, _cable(qos))}
     if qos.ecn:
         # Modelled on SONiC's AZURE_LOSSLESS profile (ecn_all, WRED on all colours); thresholds as NVIDIA's RoCE
         # profile. ECT packets above the thresholds are marked, not dropped.
@@ -109,8 +110,12 @@ def config(
     return db
 
 
+def _cable(qos: SwitchQos) -> str:
+    return f"{qos.cable_m}m" if qos.cable_m else TRADITIONAL_CABLE
+
+
 def _pg_profile(qos: SwitchQos) -> str:
-    return "NULL" if qos.buffer_model == "dynamic" else f"pg_lossless_400000_{TRADITIONAL_CABLE}_profile"
+    return "NULL" if qos.buffer_model == "dynamic" else f"pg_lossless_400000_{_cable(qos)}_profile"
 
 
 def render(

@@ -113,7 +113,7 @@ async def mlnx_qos(ctx: Ctx) -> int:
     assert q is not None
     changed_pfc = False
     if "cable_len" in opts:
-        q.cable_len = _int(ctx, opts["cable_len"], 0, 0xFFFF, "cable_len")
+        _set_cable_len(q, _int(ctx, opts["cable_len"], 0, 0xFFFF, "cable_len"))
     if "pfc" in opts:
         items = opts["pfc"].split(",")
         if len(items) > 8:
@@ -161,6 +161,13 @@ def _int(ctx: Ctx, text: str, lo: int, hi: int, what: str) -> int:
         raise CommandFailed(USAGE, 1) from None
 
 
+def _set_cable_len(q: Qos, metres: int) -> None:
+    """mlnx_qos --cable_len and DCB PFC `delay` both reach mlx5e_dcbnl_ieee_setpfc, which takes a length only when it
+    is non-zero and under MLX5E_MAX_CABLE_LENGTH (1000): anything else is silently ignored (en_dcbnl.c)."""
+    if 0 < metres < 1000:
+        q.cable_len = metres
+
+
 @command("dcb")
 async def dcb(ctx: Ctx) -> int:
     """iproute2 dcb: ``dcb pfc show|set dev X [prio-pfc P:on ...]``, ``dcb app show|add|del dev X dscp-prio D:P``."""
@@ -188,9 +195,16 @@ async def dcb(ctx: Ctx) -> int:
             for p in pairs:
                 prio, _, state = p.partition(":")
                 q.pfc[int(prio)] = 1 if state == "on" else 0
+            rest = args[args.index("dev") + 2 :]
+            if "delay" in rest:
+                value = rest[rest.index("delay") + 1] if rest.index("delay") + 1 < len(rest) else ""
+                if not value.isdigit():
+                    raise CommandFailed(f'Error: Argument "{value}" is not an integer', 1)
+                _set_cable_len(q, int(value))
             _lldpad_overwrites(ctx, q)
             return 0
-        ctx.print("pfc-cap 8 macsec-bypass off delay 0 ")
+        # mlx5 reports its cable length as the PFC delay (en_dcbnl.c mlx5e_dcbnl_ieee_getpfc)
+        ctx.print(f"pfc-cap 8 macsec-bypass off delay {q.cable_len} ")
         ctx.print("prio-pfc " + " ".join(f"{p}:{'on' if q.pfc[p] else 'off'}" for p in range(8)) + " ")
         return 0
     # The kernel keeps DCB APP entries per netdev (net/dcb/dcbnl.c, by ifindex) and mlx5 drops its DSCP entries
