@@ -161,3 +161,29 @@ def test_cross_rail_incast_through_a_spine_nobody_configured_names_the_path_betw
     assert "senders on rail 1 into gpu-001 enp24s0np0 (leaf-r0 Ethernet1/1) (rail 0)" in found[0]
     assert "the path between leaf-r1 and leaf-r0" in found[0]
     assert "FAIL  incast round 1 (senders on the next rail, through the spine) rail 0: 2 -> gpu-001" in out
+
+
+@pytest.mark.slow  # one incast round (about 20 s)
+def test_a_pause_storm_stalls_its_senders_where_the_leaf_has_no_pfc_watchdog_and_is_cut_off_where_it_has(
+    unconfigured: tuple[Path, Path, int, str], tmp_path: Path
+) -> None:
+    """gpu-001's rail 0 and rail 1 ports both storm (a hung receive path sending XOFF without end). leaf-r0 got
+    switch-config's file as written (PFC watchdog on every port); leaf-r1 the same file written with
+    `switches.pfc_watchdog.enabled: false`. Same storm, two named verdicts."""
+    from wizard.lab.switch_load import configure_demo_state
+
+    answers, prepared, _, _ = unconfigured
+    state = tmp_path / "state"
+    shutil.copytree(prepared, state)
+    configure_demo_state(state, answers, "cumulus", no_watchdog={"leaf-r1"})
+    storms = ["--fault", "gpu-001:pfc_storm=enp24s0np0", "--fault", "gpu-001:pfc_storm=enp64s0np0"]
+    code, out = run("bwtest", *target(answers, state), *storms, *QUICK)
+    assert code == 1, out[-3000:]
+    found = causes(out)
+    assert len(found) == 2, found
+    rail0, rail1 = found
+    assert "gpu-001 enp24s0np0 (leaf-r0 swp1) is in a PFC pause storm" in rail0
+    assert "the PFC watchdog on leaf-r0 swp1 stopped it" in rail0 and "rest of the rail keeps working" in rail0
+    assert "gpu-001 enp64s0np0 (leaf-r1 swp1) is in a PFC pause storm" in rail1
+    assert "its switch port leaf-r1 swp1 has no PFC watchdog" in rail1 and "for the whole round" in rail1
+    assert "enable the PFC watchdog on leaf-r1 swp1" in out

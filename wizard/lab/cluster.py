@@ -20,7 +20,7 @@ from wizard.lab.profile_rails import rails16_profile
 from wizard.lab.server import HostListener
 
 PROFILES = ("reference", "rails-16")  # demo profiles; the reference pair stays the default
-SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off")
+SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off", "pfc_storm")
 
 
 def _mgmt_default(i: int, count: int) -> str:

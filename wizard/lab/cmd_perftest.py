@@ -284,7 +284,8 @@ async def _measure(
             together = _active(ctx.host)[ctx.host.name] > 1  # the rails started together are all running by now
             gbps = sim.rate_gbps(link, size, together=together, key=key)
             if flow is not None:  # an incast: the receiver port's line rate is shared
-                gbps = congestion.rate_gbps(flow, link, size, key) or gbps
+                shared = congestion.rate_gbps(flow, link, size, key)
+                gbps = gbps if shared is None else shared
             iters = o.iters or (int(gbps * 1e9 / 8 * seconds / size) if o.duration else 5000)
             last = sim.bw_row(size, iters, gbps, o.gbits)
         ctx.print(last)

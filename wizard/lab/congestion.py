@@ -20,6 +20,14 @@ Sources of the modelled behaviour:
 - Go-back-N under drops: RC retransmits everything after a lost packet, so lossy RoCE loses much more than the
   dropped share under incast (Mittal et al., "Revisiting Network Support for RDMA", SIGCOMM 2018).
 
+- PFC pause storm (fault ``pfc_storm``): a NIC whose receive path hangs keeps sending XOFF for its lossless
+  priority. A switch port that honours PFC on that priority stops its egress queue toward the NIC; the packets for
+  it fill the leaf's lossless buffer and the leaf pauses every port they come in on, so each sender to the stuck
+  host is paused for as long as the storm lasts (and with it everything else it sends on that priority). A PFC
+  watchdog on the port (SONiC pfcwd, Cumulus `qos pfc-watchdog`, EOS `priority-flow-control pause watchdog`)
+  notices the queue paused for its detection time, then ignores the pauses and drops what is queued for the port:
+  the senders lose those packets (RC retransmits, then gives up) but are no longer paused.
+
 Without modelled switches (the reference back-to-back pair, ideal rail switches) nothing here applies.
 """
 
@@ -42,6 +50,10 @@ LOSSY_INCAST = 0.6  # share of its fair rate a sender keeps when go-back-N resen
 DROP_SHARE = 0.05  # packets dropped at the congested queue per unit of oversubscription
 MARK_SHARE = 0.1  # packets the congested queue marks CE per unit of oversubscription
 MIN_TIME_BETWEEN_CNPS_US = 4.0  # ecn/roce_np/min_time_between_cnps (the lab exposes 4)
+PAUSE_QUANTA_US = 3.3  # a full XOFF (65535 quanta of 512 bit times) lasts about 84 us at 400G: a storm refreshes it
+# long before that, every few microseconds
+STORMED_GBPS = 0.01  # what a flow into a storming port moves: its queue is paused (or, after a watchdog, dropped)
+WATCHDOG_DETECT_S = 0.2  # the detection time switch-config writes by default (switches.pfc_watchdog.detection_ms)
 
 
 @dataclass(eq=False)
@@ -153,8 +165,21 @@ def sender_paused_by_switch(client: sim.End, server: sim.End, tclass: int) -> bo
     return _path_lossless(client, server, tclass)
 
 
+def stormed(flow: Flow) -> SwitchPort | None:
+    """The receiver's leaf port when the receiver storms and that port honours its pauses on the flow's priority."""
+    fab = getattr(flow.receiver.host.lab, "fabric", None)
+    switches = getattr(fab, "switches", None)
+    r = flow.receiver
+    if switches is None or not switches.storming((r.host.name, r.dev.port_indices[0])):
+        return None
+    sp = _switch_port(r)
+    return sp if sp is not None and sp.lossless(flow.tclass >> 2) else None
+
+
 def rate_gbps(flow: Flow, link: sim.Link, size: int, key: object) -> float | None:
     """The flow's share of the receiver port (None when it had the port to itself: the plain model applies)."""
+    if stormed(flow) is not None:
+        return STORMED_GBPS
     if flow.peak < 2:
         return None
     path = path_of(flow, link)
@@ -166,6 +191,10 @@ def rate_gbps(flow: Flow, link: sim.Link, size: int, key: object) -> float | Non
 def count(flow: Flow, link: sim.Link, seconds: float, packets: int) -> None:
     """Move the counters an oversubscribed receiver port causes: pauses at lossless senders, drops and resends at
     lossy ones, ECN marks and CNPs where the queue marks."""
+    sp = stormed(flow)
+    if sp is not None:
+        _storm(flow, sp, seconds)
+        return
     if flow.peak < 2:
         return
     path = path_of(flow, link)
@@ -194,6 +223,28 @@ def count(flow: Flow, link: sim.Link, seconds: float, packets: int) -> None:
     r_hw["out_of_sequence"] = r_hw.get("out_of_sequence", 0) + drops
     s_hw["packet_seq_err"] = s_hw.get("packet_seq_err", 0) + drops
     s_hw["local_ack_timeout_err"] = s_hw.get("local_ack_timeout_err", 0) + drops // 100 + 1
+
+
+def _storm(flow: Flow, sp: SwitchPort, seconds: float) -> None:
+    """The storming receiver sends pauses all the time (each sender's flow counts its share); its senders are paused
+    for the whole run, or, with a watchdog on the receiver's leaf port, until the watchdog acts: then what they send
+    is dropped at that port and RC resends until it gives up."""
+    r_prio, _ = sim.qos_of(flow.receiver, flow.tclass)
+    s_prio, _ = sim.qos_of(flow.sender, flow.tclass)
+    share_us = seconds * 1e6 / max(1, flow.peak)
+    r_eth, s_eth = _eth(flow.receiver), _eth(flow.sender)
+    r_eth[f"tx_prio{r_prio}_pause"] += int(share_us / PAUSE_QUANTA_US)
+    r_eth[f"tx_prio{r_prio}_pause_duration"] += int(share_us)
+    paused_s = min(seconds, WATCHDOG_DETECT_S) if sp.pfc_watchdog else seconds
+    if _path_lossless(flow.sender, flow.receiver, flow.tclass):
+        s_eth[f"rx_prio{s_prio}_pause"] += int(paused_s * 1e6 / PAUSE_QUANTA_US)
+        s_eth[f"rx_prio{s_prio}_pause_duration"] += int(paused_s * 1e6)
+        s_eth[f"rx_prio{s_prio}_pause_transition"] += 1
+    if sp.pfc_watchdog:
+        s_hw = _hw(flow.sender)
+        resent = int((seconds - paused_s) * 1e3) + 1  # a timeout and a resend every millisecond or so
+        s_hw["packet_seq_err"] = s_hw.get("packet_seq_err", 0) + resent
+        s_hw["local_ack_timeout_err"] = s_hw.get("local_ack_timeout_err", 0) + resent
 
 
 def _eth(end: sim.End) -> Counter[str]:

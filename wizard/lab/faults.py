@@ -29,6 +29,7 @@ FAULT_KINDS: dict[str, bool | None] = {
     "switch_pfc_off": None,
     "switch_mtu": None,
     "switch_ecn_off": None,
+    "pfc_storm": None,
     "flap": None,
     "locale": None,
     "sudo_lecture": False,
@@ -65,6 +66,9 @@ FAULT_HELP = {
     "switch_mtu": "switch_mtu[=NETDEV] (switched profiles) its leaf port has MTU 1500: jumbo frames are dropped",
     "switch_ecn_off": "switch_ecn_off[=NETDEV] (switched profiles) its leaf port marks no ECN\n"
     "                   (no CNPs under congestion)",
+    "pfc_storm": "pfc_storm[=NETDEV] (switched profiles) the port (default: rail 0's) sends PFC pause frames on its\n"
+    "                   lossless priority without end (receive path hung): only a PFC watchdog on its leaf port\n"
+    "                   stops the pauses from stalling everyone who sends to it",
     "flap": "flap[=NETDEV]      the port's link goes down and up every 10 s: link_down_events_phy, carrier_changes\n"
     "                   and CRC/symbol errors rise",
     "locale": "locale[=LOCALE]    logins get LANG=LOCALE (default de_DE.UTF-8): ethtool and date print German unless\n"

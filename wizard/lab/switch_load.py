@@ -4,6 +4,7 @@ NOS loads it. The demo goes the long way (discovery's LLDP view, `switch-config`
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,9 +17,14 @@ if TYPE_CHECKING:
 VENDOR_OF = {"cumulus": "nvue", "sonic": "sonic", "eos": "eos"}
 
 
-def configure_fabric(lab: Lab, qos: SwitchQos | None = None, *, uplinks: bool = True) -> None:
+def configure_fabric(
+    lab: Lab, qos: SwitchQos | None = None, *, uplinks: bool = True, no_watchdog: Collection[str] = ()
+) -> None:
     """Render and load every leaf's (and with ``uplinks`` the uplinks' and spine's) configuration; a file its NOS
-    rejects raises AssertionError with the NOS's own message."""
+    rejects raises AssertionError with the NOS's own message. Switches named in ``no_watchdog`` get their file as
+    switch-config writes it with `switches.pfc_watchdog.enabled: false`."""
+    import dataclasses
+
     from wizard.switchcfg import render
     from wizard.switchcfg.model import SwitchPortUse
 
@@ -33,7 +39,10 @@ def configure_fabric(lab: Lab, qos: SwitchQos | None = None, *, uplinks: bool = 
         if switch.role == "mgmt" or (switch.role == "spine" and not uplinks):
             continue
         fabric = switch.uplinks if uplinks else []
-        text = render(VENDOR_OF[switch.os], switch.name, uses.get(switch.name, []), qos, fabric, switch.role)
+        mine = qos
+        if switch.name in no_watchdog:
+            mine = dataclasses.replace(qos, watchdog=qos.watchdog.model_copy(update={"enabled": False}))
+        text = render(VENDOR_OF[switch.os], switch.name, uses.get(switch.name, []), mine, fabric, switch.role)
         result = apply_file(lab, switch.name, text)
         assert result.exit_code == 0 and result.applied, f"{switch.name} ({switch.os}): {result.output}"
 
@@ -48,7 +57,12 @@ def default_qos() -> SwitchQos:
 
 
 def configure_demo_state(
-    state_dir: Path, answers_file: Path | None = None, switch_os: str | None = None, *, uplinks: bool = True
+    state_dir: Path,
+    answers_file: Path | None = None,
+    switch_os: str | None = None,
+    *,
+    uplinks: bool = True,
+    no_watchdog: Collection[str] = (),
 ) -> None:
     """Load switch-config's files into the simulated switches a rails-16 demo state directory keeps (what `lab
     switch-apply` does with the files), so the next `--demo` run meets configured switches."""
@@ -57,4 +71,5 @@ def configure_demo_state(
     from wizard.lab.demo_switches import demo_lab
 
     answers = load_answers(answers_file or demo_answers("rails-16"))
-    configure_fabric(demo_lab(answers, state_dir, "rails-16", switch_os, []), uplinks=uplinks)
+    lab = demo_lab(answers, state_dir, "rails-16", switch_os, [])
+    configure_fabric(lab, uplinks=uplinks, no_watchdog=no_watchdog)

@@ -19,7 +19,7 @@ from wizard.lab.faults import Fault
 PortRef = tuple[str, int]  # (host name, index into the host profile's ports)
 
 CUMULUS_DESCR = "Cumulus Linux version 5.9.1 running on Nvidia SN5600"
-SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off")
+SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off", "pfc_storm")
 
 
 @dataclass
@@ -109,6 +109,12 @@ class SwitchFabric:
     mgmt_attach: dict[str, SwitchPort] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     netdevs: list[str] = field(default_factory=list)
+
+    def storming(self, ref: PortRef) -> bool:
+        """Whether the host port sends a PFC pause storm (fault ``pfc_storm``)."""
+        return any(
+            f.kind == "pfc_storm" and f.host == ref[0] and fault_rail(f, self.netdevs) == ref[1] for f in self.faults
+        )
 
     def leaf(self, rail: int) -> Switch:
         return self.switches[f"leaf-r{rail}"]

@@ -124,7 +124,7 @@ async def _round(
         assert recv is not None
         j = (i + shift) % n_rails if n_rails > 1 else i
         x = IncastRound(rail=i, round=number, receiver=recv, line_gbps=recv.speed_gbps,
-                        sender_rail=j if shift else None)  # fmt: skip
+                        sender_rail=j if shift else None, seconds=seconds)  # fmt: skip
         x.receiver_switch_port = switch_port(v.facts[receiver], i)
         flows = []
         for s in senders:

@@ -59,6 +59,8 @@ def judge(
     x.pauses = sum(f.deltas.get(f"rx_prio{prio}_pause", 0) for f in x.senders)
     x.drops = _drops(x.receiver_deltas, prio) + sum(_drops(f.deltas, prio) for f in x.senders)
     x.cnps = x.receiver_deltas.get("rdma_np_cnp_sent", 0)
+    if _pause_storm(x, prio):
+        return
     broken = [f for f in x.senders if f.gbps is None]
     if broken:
         f = broken[0]
@@ -83,6 +85,44 @@ def judge(
         _no_cnps(x, facts, prio, recv)
     else:
         x.status = "pass"
+
+
+STORM_SHARE = 0.5  # a port that sent pauses for over half the round is storming (an incast pauses in bursts)
+
+
+def _pause_storm(x: IncastRound, prio: int) -> bool:
+    """The receiver sent pause frames for most of the round: its receive path is stuck (a pause storm). Whether its
+    senders were paused all along tells whether a PFC watchdog on its switch port cut the storm off."""
+    window_us = (x.seconds or 0) * 1e6
+    sent_us = x.receiver_deltas.get(f"tx_prio{prio}_pause_duration", 0)
+    if not window_us or sent_us < STORM_SHARE * window_us:
+        return False
+    host, nd, sw = x.receiver.host, x.receiver.netdev, x.receiver_switch_port
+    recv = _where(host, nd, sw)
+    held = {f"{f.sender.host} {f.sender.netdev}": f.deltas.get(f"rx_prio{prio}_pause_duration", 0) for f in x.senders}
+    stalled = [name for name, us in held.items() if us >= STORM_SHARE * window_us]
+    storm = (
+        f"{recv} is in a PFC pause storm: it sent pause frames on priority {prio} for "
+        f"{min(100, round(100 * sent_us / window_us))}% of the {x.seconds:g} s round (its receive path is stuck)"
+    )
+    x.status = "fail"
+    if stalled:
+        x.cause = (
+            f"{storm}, and its switch port {sw or '?'} has no PFC watchdog: the pauses reached every sender and held "
+            f"{', '.join(stalled)} for the whole round, with everything else they send on priority {prio}"
+        )
+        x.fix = (
+            f"enable the PFC watchdog on {sw or 'the leaf port'} (answers switches.pfc_watchdog; {SWITCH_CONFIG}); "
+            f"then take {host} out of service and reset its NIC ({nd})"
+        )
+    else:
+        longest = max(held.values(), default=0) / 1000
+        x.cause = (
+            f"{storm}; the PFC watchdog on {sw or 'its switch port'} stopped it: the senders were paused at most "
+            f"{longest:.0f} ms, then what they sent to {host} was dropped, so the rest of the rail keeps working"
+        )
+        x.fix = f"take {host} out of service and reset its NIC ({nd}); the watchdog keeps the rail running meanwhile"
+    return True
 
 
 def _lossy(

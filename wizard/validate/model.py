@@ -121,6 +121,7 @@ class IncastRound(_Model):
     round: int
     receiver: RailEnd
     sender_rail: int | None = None  # --cross-rail --incast: the senders' rail (through the spine); None: the same
+    seconds: float | None = None  # how long the senders ran
     receiver_switch_port: str | None = None
     senders: list[IncastFlow] = Field(default_factory=list)
     line_gbps: float | None = None  # the receiver port's line rate: the most the senders can get together
