@@ -344,7 +344,10 @@ EOS_IF = [
     r"dcbx mode ieee",
     r"tx-queue [0-7]",
 ]
-EOS_TXQ = [r"random-detect ecn minimum-threshold \d+ kbytes maximum-threshold \d+ kbytes", r"priority strict"]
+EOS_TXQ = [
+    r"random-detect ecn minimum-threshold \d+ kbytes maximum-threshold \d+ kbytes max-mark-probability \d+",
+    r"priority strict",
+]
 
 
 def test_eos_config_lines_are_known_command_forms_at_their_indentation() -> None:
@@ -376,7 +379,8 @@ def test_write_puts_one_file_per_switch_and_a_readme_naming_what_was_left_out(tm
     jobs = plan_jobs(port_map(view))
     written = write(tmp_path, "eos", jobs, qos, unconfigured(view), origin="test facts")
     names = sorted(p.name for p in written)
-    assert names == ["README.txt", "leaf-r0.eos", "leaf-r1.eos", "leaf-r2.eos", "leaf-r3.eos"]
+    leaves = [f"leaf-r{i}" for i in range(4)]
+    assert names == ["README.txt", *sorted(f"{leaf}.{ext}" for leaf in leaves for ext in ("eos", "avd.yml"))]
     readme = (tmp_path / "eos" / "README.txt").read_text()
     assert "gpu-002 ens2f1np1: no LLDP neighbour" in readme
     assert "gpu-004 *: LLDP could not be read on the host" in readme
@@ -404,7 +408,7 @@ def test_switch_config_command_from_saved_facts_writes_the_vendor_folder(tmp_pat
     out = tmp_path / "out"
     argv = ["switch-config", "--answers", str(_answers_file(tmp_path)), "--vendor", "eos", "--out", str(out)]
     assert main([*argv, "--saved", "--state-dir", str(state)]) == 0
-    assert sorted(p.name for p in (out / "eos").iterdir()) == [
+    assert sorted(p.name for p in (out / "eos").iterdir() if p.suffix != ".yml") == [
         "README.txt",
         "leaf-r0.eos",
         "leaf-r1.eos",

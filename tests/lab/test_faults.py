@@ -74,6 +74,7 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "switch_mtu",
         "switch_ecn_off",
         "flap",
+        "pfc_storm",  # tests/validate/test_switch_os_fabric.py
     }
     assert set(FAULT_KINDS) == tested
 

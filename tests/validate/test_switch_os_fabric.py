@@ -54,7 +54,8 @@ def switch_step(answers: Path, state: Path, nos: str, out_dir: Path) -> list[Pat
         "switch-config", *target(answers, state), "--switch-os", nos, "--vendor", nos, "--out", str(out_dir)
     )
     assert code == 0, out[-3000:]
-    return sorted(p for p in (out_dir / nos).iterdir() if p.name != "README.txt")
+    ext = {"cumulus": ".sh", "sonic": ".json", "eos": ".eos"}[nos]  # EOS also gets <switch>.avd.yml for AVD users
+    return sorted(p for p in (out_dir / nos).iterdir() if p.suffix == ext)
 
 
 @pytest.mark.slow  # per NOS: a discovery, the load, one incast round (about 30 s)

@@ -109,10 +109,17 @@ def write(
     folder = out / vendor
     folder.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
+    extras: dict[str, str] = {}
+    if hasattr(module, "render_structured"):  # EOS: the same configuration as AVD structured configuration
+        extras = {job.name: module.render_structured(job.name, job.uses, qos, job.fabric, job.role) for job in jobs}
     for name, text in texts.items():
         path = folder / f"{_safe(name)}.{module.EXT}"
         path.write_text(text, encoding="utf-8")
         written.append(path)
+        if name in extras:
+            path = folder / f"{_safe(name)}.{module.STRUCTURED_EXT}"
+            path.write_text(extras[name], encoding="utf-8")
+            written.append(path)
     readme = folder / "README.txt"
     readme.write_text(_readme(vendor, jobs, qos, missing, origin), encoding="utf-8")
     return [*written, readme]
@@ -137,6 +144,11 @@ def _readme(vendor: str, jobs: list[SwitchJob], qos: SwitchQos, missing: list[Un
     if not jobs:
         lines.append("  none: no host port has an LLDP neighbour")
     lines += ["", "Apply: " + APPLY[VENDOR_ALIASES.get(vendor, vendor)].format(file=f"<switch>.{ext}")]
+    if hasattr(module, "STRUCTURED_EXT"):
+        lines.append(
+            f"AVD: <switch>.{module.STRUCTURED_EXT} holds the same configuration as AVD structured configuration "
+            "(eos_cli_config_gen); the .eos file adds per interface the lines AVD has no key for."
+        )
     if not any(job.role == "spine" for job in jobs) or not any(job.fabric for job in jobs if job.role == "leaf"):
         lines += [
             "Leaf uplinks and spines are not in these files (no switches.fabric in the answers): traffic between rails",
