@@ -459,3 +459,24 @@ def test_the_answers_cable_length_sizes_the_switches_headroom_as_it_does_the_hos
     unset = all_files()
     assert "cable-length" not in unset["nvue"]["leaf-r0"]
     assert "CABLE_LENGTH" not in json.loads(unset["sonic"]["leaf-r0"]), "the switch's own default stays"
+
+
+def test_a_mixed_fabric_gets_each_switch_in_its_own_nos_format(tmp_path: Path) -> None:
+    """switches.os_of names the switches that run another NOS than --vendor: their files go to that NOS's folder."""
+    from wizard.cli.main import main
+    from wizard.engine.state import StateStore
+
+    state = tmp_path / "state"
+    store = StateStore(state)
+    for host, facts in fabric_facts().items():
+        store.save_facts(host, facts)
+    answers = _answers_file(tmp_path)
+    answers.write_text(answers.read_text() + "switches:\n  os_of:\n    leaf-r1: eos\n")
+    out = tmp_path / "out"
+    argv = ["switch-config", "--answers", str(answers), "--vendor", "cumulus", "--out", str(out)]
+    assert main([*argv, "--saved", "--state-dir", str(state)]) == 0
+    assert sorted(p.name for p in (out / "cumulus").iterdir()) == [
+        "README.txt", "leaf-r0.nvue.sh", "leaf-r2.nvue.sh", "leaf-r3.nvue.sh"
+    ]  # fmt: skip
+    assert sorted(p.name for p in (out / "eos").iterdir()) == ["README.txt", "leaf-r1.avd.yml", "leaf-r1.eos"]
+    assert "interface swp3\n   description gpu-003 ens1f1np1 (rail 1)" in (out / "eos" / "leaf-r1.eos").read_text()

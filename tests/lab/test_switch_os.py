@@ -145,4 +145,26 @@ def test_loaded_configs_are_kept_in_the_state_dir_and_a_new_nos_starts_from_its_
     other = Lab.rails16(HOSTS, switch_os="sonic")  # a reinstall: nothing loaded
     other.use_disks(tmp_path)
     assert not port(other).lossless(ROCE_DSCP)
-    assert json.loads((tmp_path / "switches.json").read_text()) == {"os": "sonic", "loaded": {}}
+    assert json.loads((tmp_path / "switches.json").read_text()) == {"os": "sonic", "os_of": {}, "loaded": {}}
+
+
+def test_a_mixed_fabric_runs_each_switch_on_the_nos_the_answers_give_it(tmp_path: Path) -> None:
+    """switches.os_of: a SONiC spine over Cumulus leaves. Each switch names its ports and loads files as its own NOS;
+    changing a switch's NOS later is a reinstall of that switch only."""
+    lab = Lab.rails16(HOSTS, switch_os="cumulus", switch_os_of={"spine-0": "sonic"})
+    lab.use_disks(tmp_path)
+    fab = lab.fabric.switches
+    assert fab is not None
+    assert (fab.switches["leaf-r0"].os, fab.switches["spine-0"].os) == ("cumulus", "sonic")
+    assert fab.switches["spine-0"].uplinks[0].startswith("Ethernet") and fab.switches["leaf-r0"].uplinks[0].startswith(
+        "swp"
+    )
+    configure_fabric(lab)  # each file rendered for its switch's NOS, loaded as that NOS loads it
+    assert all(p.lossless(ROCE_DSCP) for p in fab.path(("gpu-001", 0), ("gpu-002", 1)))
+    saved = json.loads((tmp_path / "switches.json").read_text())
+    assert saved["os_of"] == {"spine-0": "sonic"} and len(saved["loaded"]) == 9
+    again = Lab.rails16(HOSTS, switch_os_of={"spine-0": "eos"})
+    again.use_disks(tmp_path)  # the spine was reinstalled as EOS: nothing loaded there, the leaves keep theirs
+    sw = again.fabric.switches
+    assert sw is not None and sw.switches["spine-0"].os == "eos" and not sw.switches["spine-0"].loaded
+    assert sw.switches["leaf-r0"].loaded and port(again).lossless(ROCE_DSCP)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from wizard.answers.sections import Section
+
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class PfcWatchdog(Section):
@@ -37,6 +40,10 @@ class FabricSwitch(Section):
 class SwitchesSection(Section):
     os: Literal["cumulus", "sonic", "eos"] | None = None
     """The leaves' and spines' NOS, the default of `switch-config --vendor` (nvue = cumulus). None: say it there."""
+    os_of: dict[str, Literal["cumulus", "sonic", "eos"]] = Field(default_factory=dict)
+    """The NOS of particular switches where the fabric mixes them (e.g. `spine-0: sonic` over Cumulus leaves), by
+    the name LLDP reports. switch-config writes each of them in its own NOS's format (in that vendor's folder), the
+    others in `--vendor`'s; the simulated fabric runs them so."""
     sonic_buffer_model: Literal["dynamic", "traditional"] = "dynamic"
     """SONiC's buffer model (DEVICE_METADATA buffer_model; Mellanox images default to dynamic). A port map given as
     the switch's config_db.json says it instead."""
@@ -47,6 +54,9 @@ class SwitchesSection(Section):
 
     @model_validator(mode="after")
     def _unique(self) -> SwitchesSection:
+        for name in self.os_of:
+            if not _NAME.fullmatch(name):
+                raise ValueError(f"switches.os_of: {name!r} is not a switch name")
         names = [s.name for s in self.fabric]
         dup = sorted({n for n in names if names.count(n) > 1})
         if dup:

@@ -56,11 +56,9 @@ def main(argv: list[str]) -> int:
 
 async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-untyped-def]
     from wizard.engine.step import ClusterView
-    from wizard.switchcfg import SwitchQos, plan_jobs, port_map, resolve_sonic_names, unconfigured, write
+    from wizard.switchcfg import SwitchQos, plan_jobs, port_map, render, resolve_sonic_names, unconfigured, write
 
     qos = SwitchQos.from_answers(answers)
-    if args.port_map is not None and args.vendor != "sonic":
-        raise UsageError("--port-map is for --vendor sonic (the other NOSes send their port names over LLDP)")
     if args.saved:
         view, failed, origin = _saved(args, answers)
     else:
@@ -73,17 +71,36 @@ async def _run(args: argparse.Namespace, answers) -> int:  # type: ignore[no-unt
     if args.port_map is not None:
         maps = _port_maps(args.port_map)
     jobs = plan_jobs(ports, fabric)
-    try:
-        if args.vendor == "sonic":
-            jobs = resolve_sonic_names(jobs, maps)
-            models = {m.buffer_model for m in maps.values() if m.buffer_model}
-            if len(models) == 1:  # the switches' own config_db.json says which buffer model they run
-                qos = dataclasses.replace(qos, buffer_model=models.pop())
-        files = write(args.out, args.vendor, jobs, qos, missing, origin=origin)
+    # A mixed fabric: the switches the answers' switches.os_of names get their own NOS's files (and folder).
+    groups: dict[str, list] = {}  # type: ignore[type-arg]
+    for job in jobs:
+        groups.setdefault(answers.switches.os_of.get(job.name, args.vendor), []).append(job)
+    if args.port_map is not None and "sonic" not in groups:
+        raise UsageError("--port-map is for SONiC switches (the other NOSes send their port names over LLDP)")
+    files, ready = [], []
+    try:  # every switch's file is rendered before any is written: nothing half-written
+        for vendor, group in (groups or {args.vendor: []}).items():
+            vendor_qos = qos
+            if vendor == "sonic":
+                group = resolve_sonic_names(group, maps)
+                models = {m.buffer_model for m in maps.values() if m.buffer_model}
+                if len(models) == 1:  # the switches' own config_db.json says which buffer model they run
+                    vendor_qos = dataclasses.replace(qos, buffer_model=models.pop())
+            for job in group:
+                render(vendor, job.name, job.uses, vendor_qos, job.fabric, job.role)
+            groups[vendor] = group
+            ready.append((vendor, group, vendor_qos))
     except ValueError as exc:  # an alias no port map resolves, an answer the switch cannot carry (MTU)
         raise UsageError(f"switch-config: {exc}") from None
+    for vendor, group, vendor_qos in ready:
+        files += write(args.out, vendor, group, vendor_qos, missing, origin=origin)
+    jobs = [job for group in groups.values() for job in group]
     count = sum(len(j.uses) + len(j.fabric) for j in jobs)
-    print(f"{args.vendor}: {len(jobs)} switch(es), {count} port(s): {qos.summary()}")
+    for vendor, group in groups.items():
+        ports_in = sum(len(j.uses) + len(j.fabric) for j in group)
+        print(f"{vendor}: {len(group)} switch(es), {ports_in} port(s): {qos.summary()}")
+    if not groups:
+        print(f"{args.vendor}: 0 switch(es), {count} port(s): {qos.summary()}")
     if not any(j.fabric for j in jobs):
         print("  leaf uplinks and spines: not configured (no switches.fabric in the answers; see README.txt)")
     for path in files:

@@ -123,7 +123,10 @@ async def simulated_targets(
     names = [h.name for h in answers.hosts]
     mgmt = {h.name: h.address for h in answers.hosts}
     try:
-        lab = Lab.for_profile(profile, names, mgmt_addresses=mgmt, faults=parsed, switch_os=switch_os)
+        lab = Lab.for_profile(
+            profile, names, mgmt_addresses=mgmt, faults=parsed, switch_os=switch_os,
+            switch_os_of=answers.switches.os_of,
+        )  # fmt: skip
     except ValueError as exc:
         message = str(exc)
         raise UsageError(message if "--switch-os" in message else f"--fault: {message}") from None

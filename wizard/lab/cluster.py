@@ -7,7 +7,7 @@ import ipaddress
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 import asyncssh
@@ -41,6 +41,7 @@ class Lab:
         profile_factory: Callable[[int], HostProfile] = reference_profile,
         leaf_switches: bool = False,
         switch_os: str | None = None,
+        switch_os_of: Mapping[str, str] | None = None,
     ) -> None:
         if len(set(names)) != len(names) or not names:
             raise ValueError("lab host names must be unique and non-empty")
@@ -62,9 +63,10 @@ class Lab:
         # None: the OS the saved switches run (see use_disks), else Cumulus; a named one replaces saved switches
         self.switch_os_asked = switch_os
         self.switch_os = switch_os or "cumulus"
+        self.switch_os_of = dict(switch_os_of or {})  # the answers' switches.os_of: these run their own NOS
         self.data_netdevs = [p.netdev for p in first.ports]
         if leaf_switches:
-            self.fabric = Fabric.leaf_rails(names, self.data_netdevs, self.faults, self.switch_os)
+            self.fabric = Fabric.leaf_rails(names, self.data_netdevs, self.faults, self.switch_os, self.switch_os_of)
         elif any(f.kind in SWITCH_FAULTS for f in self.faults):
             bad = next(f for f in self.faults if f.kind in SWITCH_FAULTS)
             raise ValueError(f"fault {bad} needs modelled switches (--profile rails-16)")
@@ -118,6 +120,7 @@ class Lab:
         mgmt_addresses: dict[str, str] | None = None,
         faults: Iterable[Fault] = (),
         switch_os: str | None = None,
+        switch_os_of: Mapping[str, str] | None = None,
     ) -> Lab:
         """The rails-16 fabric: HGX H100 hosts gpu-001.. with 8 x ConnectX-7 400GbE, rail i on leaf-r<i>, the
         leaves and the spine running ``switch_os`` (cumulus, sonic, eos)."""
@@ -130,6 +133,7 @@ class Lab:
             profile_factory=rails16_profile,
             leaf_switches=True,
             switch_os=switch_os,
+            switch_os_of=switch_os_of,
         )
 
     @classmethod
@@ -141,10 +145,13 @@ class Lab:
         mgmt_addresses: dict[str, str] | None = None,
         faults: Iterable[Fault] = (),
         switch_os: str | None = None,
+        switch_os_of: Mapping[str, str] | None = None,
     ) -> Lab:
         """The lab of a demo profile (``reference`` or ``rails-16``) for the answers' host names."""
         if profile == "rails-16":
-            return cls.rails16(names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os)
+            return cls.rails16(
+                names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os, switch_os_of=switch_os_of
+            )
         if switch_os is not None:
             raise ValueError("--switch-os needs modelled switches (--profile rails-16)")
         if profile != "reference":

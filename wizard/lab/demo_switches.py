@@ -26,6 +26,7 @@ def demo_lab(answers: Answers, state_dir: Path, profile: str, switch_os_name: st
         mgmt_addresses={h.name: h.address for h in answers.hosts},
         faults=faults,
         switch_os=switch_os_name,
+        switch_os_of=answers.switches.os_of,
     )
     lab.disk_dir = state_dir / "lab"
     restore_switches(lab, lab.disk_dir)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,13 +52,18 @@ class Fabric:
 
     @classmethod
     def leaf_rails(
-        cls, names: list[str], netdevs: list[str], faults: Iterable[Fault] = (), switch_os: str = "cumulus"
+        cls,
+        names: list[str],
+        netdevs: list[str],
+        faults: Iterable[Fault] = (),
+        switch_os: str = "cumulus",
+        os_of: Mapping[str, str] | None = None,
     ) -> Fabric:
         """Rail i of every host on leaf ``leaf-r<i>``: each leaf is one L2 segment (the rail's VLAN, its gateway
         on the leaf); a host port cabled to another leaf (``wrong_leaf``) sits in that leaf's segment."""
         from wizard.lab.switches import rail_fabric, segment_of
 
-        sw = rail_fabric(names, netdevs, faults, switch_os)
+        sw = rail_fabric(names, netdevs, faults, switch_os, os_of)
         fab = cls(switched=True, switches=sw)
         for ref, sp in sw.attach.items():
             fab.segments[ref] = segment_of(sp)

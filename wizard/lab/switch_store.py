@@ -43,14 +43,22 @@ def restore_switches(lab: Lab, directory: Path) -> None:
         from wizard.lab.fabric import Fabric
 
         lab.switch_os = saved_os
-        lab.fabric = Fabric.leaf_rails(lab.names, lab.data_netdevs, lab.faults, saved_os)
+        lab.fabric = Fabric.leaf_rails(lab.names, lab.data_netdevs, lab.faults, saved_os, lab.switch_os_of)
         fab = lab.fabric.switches
         assert fab is not None
+    saved_of = doc.get("os_of", {})
     for name, texts in doc.get("loaded", {}).items():
         switch = fab.switches.get(name)
-        if switch is not None:
-            switch.loaded = list(texts)
-            switch_os.rebuild(fab, switch)
+        if switch is None:
+            continue
+        was = saved_of.get(name, saved_os)
+        if was != switch.os:  # switches.os_of changed it: a reinstall of that one switch
+            sys.stderr.write(f"[simulated] {name} ran {was}, now {switch.os}: it starts from its defaults\n")
+            continue
+        switch.loaded = list(texts)
+        switch_os.rebuild(fab, switch)
+    if saved_of != lab.switch_os_of:
+        save_switches(lab)
 
 
 def save_switches(lab: Lab) -> None:
@@ -58,7 +66,11 @@ def save_switches(lab: Lab) -> None:
     fab = lab.fabric.switches
     if lab.disk_dir is None or fab is None:
         return
-    doc = {"os": lab.switch_os, "loaded": {n: s.loaded for n, s in fab.switches.items() if s.loaded}}
+    doc = {
+        "os": lab.switch_os,
+        "os_of": lab.switch_os_of,
+        "loaded": {n: s.loaded for n, s in fab.switches.items() if s.loaded},
+    }
     lab.disk_dir.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=lab.disk_dir, prefix=".switches-")
     with os.fdopen(fd, "w") as f:

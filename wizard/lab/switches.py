@@ -11,7 +11,7 @@ on a host only as jumbo frames that get no answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from wizard.lab.faults import Fault
@@ -159,10 +159,15 @@ UPLINK_INDEX = 64  # a leaf's port toward the spine on a 64-port leaf (hosts fro
 
 
 def rail_fabric(
-    hosts: list[str], netdevs: list[str], faults: Iterable[Fault] = (), switch_os: str = "cumulus"
+    hosts: list[str],
+    netdevs: list[str],
+    faults: Iterable[Fault] = (),
+    switch_os: str = "cumulus",
+    os_of: Mapping[str, str] | None = None,
 ) -> SwitchFabric:
     """Leaves ``leaf-r0..`` (one per rail, front ports 1..N = host 1..N), ``spine-0`` and a management switch,
-    every leaf and the spine running ``switch_os`` (the NOS's port names: swp5, Ethernet32 alias etp5, Ethernet5/1).
+    every leaf and the spine running ``switch_os`` (the NOS's port names: swp5, Ethernet32 alias etp5, Ethernet5/1),
+    or the one ``os_of`` names for it (the answers' switches.os_of: a mixed fabric).
 
     ``netdevs`` are the data ports of a host in rail order. Faults change the cabling or the leaf port state:
     ``wrong_leaf`` moves the cable of one host port to a spare port of the next rail's leaf (port N+k), so LLDP
@@ -177,12 +182,19 @@ def rail_fabric(
     # A leaf has its front ports whether cabled or not (a file naming a spare port loads): 64, or enough for every
     # host twice (its own port and a wrong_leaf spare), the last one toward the spine.
     radix = max(UPLINK_INDEX, 2 * nhosts + 1)
-    spine = Switch("spine-0", _chassis_mac(100), "10.0.255.100", "spine", os=switch_os, descr=descr_of(switch_os))
+    os_of = dict(os_of or {})
+
+    def nos(name: str) -> str:
+        return os_of.get(name, switch_os)
+
+    spine = Switch(
+        "spine-0", _chassis_mac(100), "10.0.255.100", "spine", os=nos("spine-0"), descr=descr_of(nos("spine-0"))
+    )
     fab.switches[spine.name] = spine
     for rail in range(nrails):
         leaf = Switch(
-            f"leaf-r{rail}", _chassis_mac(rail + 1), f"10.0.255.{rail + 1}", "leaf", rail=rail, os=switch_os,
-            descr=descr_of(switch_os),
+            f"leaf-r{rail}", _chassis_mac(rail + 1), f"10.0.255.{rail + 1}", "leaf", rail=rail,
+            os=nos(f"leaf-r{rail}"), descr=descr_of(nos(f"leaf-r{rail}")),
         )  # fmt: skip
         fab.switches[leaf.name] = leaf
         for index in range(1, radix):
