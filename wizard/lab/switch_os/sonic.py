@@ -71,6 +71,17 @@ def initial(switch: Switch) -> State:
     db["DSCP_TO_TC_MAP"] = {"AZURE": AZURE_DSCP_TO_TC}
     db["TC_TO_PRIORITY_GROUP_MAP"] = {"AZURE": {str(t): str(t if t in (3, 4, 7) else 0) for t in range(8)}}
     db["TC_TO_QUEUE_MAP"] = {"AZURE": {str(t): str(t) for t in range(8)}}
+    # qos_config.j2 writes both PFC maps on Mellanox (pfc_to_pg_map_supported_asics = ['mellanox', 'barefoot'])
+    db["MAP_PFC_PRIORITY_TO_QUEUE"] = {"AZURE": {str(t): str(t) for t in range(8)}}
+    db["PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"] = {"AZURE": {"3": "3", "4": "4"}}
+    # The Mellanox buffers_defaults_objects.j2 pools of the dynamic model (buffermgrd sizes them, but the egress
+    # lossless pool); every BUFFER_PROFILE names one (sonic-buffer-profile.yang: pool is a leafref)
+    db["BUFFER_POOL"] = {
+        "ingress_lossless_pool": {"type": "ingress", "mode": "dynamic"},
+        "ingress_lossy_pool": {"type": "ingress", "mode": "dynamic"},
+        "egress_lossless_pool": {"type": "egress", "mode": "dynamic", "size": "60817392"},
+        "egress_lossy_pool": {"type": "egress", "mode": "dynamic"},
+    }
     db["WRED_PROFILE"] = {"AZURE_LOSSLESS": {"ecn": "ecn_all", "green_min_threshold": "1048576",
                                              "green_max_threshold": "2097152", "green_drop_probability": "5",
                                              "wred_green_enable": "true"}}  # fmt: skip
