@@ -58,9 +58,9 @@ def switch_step(answers: Path, state: Path, nos: str, out_dir: Path) -> list[Pat
     return sorted(p for p in (out_dir / nos).iterdir() if p.suffix == ext)
 
 
-@pytest.mark.slow  # per NOS: a discovery, the load, one incast round (about 30 s)
+@pytest.mark.slow  # per NOS: a discovery, the load, the cross-rail pairs and two incast rounds (about 40 s)
 @pytest.mark.parametrize("nos", ["cumulus", "sonic", "eos"])
-def test_switch_configs_loaded_the_way_each_nos_loads_them_make_the_incast_lossless(
+def test_switch_configs_loaded_the_way_each_nos_loads_them_make_the_incast_lossless_within_and_across_rails(
     unconfigured: tuple[Path, Path, int, str], tmp_path: Path, nos: str
 ) -> None:
     answers, prepared, _, _ = unconfigured
@@ -71,9 +71,10 @@ def test_switch_configs_loaded_the_way_each_nos_loads_them_make_the_incast_lossl
     code, out = run("lab", "switch-apply", "--answers", str(answers), "--state-dir", str(state), *map(str, files))
     assert code == 0, out
     assert out.count(f"({nos}): ") == 9 and "nothing applied" not in out
-    code, out = run("bwtest", *target(answers, state), *QUICK)
+    code, out = run("bwtest", *target(answers, state), "--cross-rail", *QUICK)  # every rail, then through the spine
     assert code == 0, "\n".join(causes(out)) or out[-3000:]
     assert "PASS  incast round 0: 2 -> gpu-001 on 8 rail(s)" in out and "drops 0" in out
+    assert "PASS  incast round 1 (senders on the next rail, through the spine)" in out, out[-3000:]
 
 
 @pytest.mark.slow  # a discovery, two loads and two incast rounds (about 45 s)
