@@ -190,7 +190,8 @@ NVUE_FORMS = [
     r"nv set qos pfc default-global switch-priority [0-7]",
     r"nv set qos traffic-pool roce-lossless switch-priority [0-7]",
     r"nv set qos pfc-watchdog (polling-interval|robustness) \d+",
-    r"nv set interface swp\d+ qos pfc-watchdog",
+    r"nv set interface swp\d+ qos pfc-watchdog state enable",
+    r"nv set qos pfc default-global cable-length \d+",
     r"nv set qos egress-queue-mapping default-global switch-priority [0-7] traffic-class [0-7]",
     r"nv set qos congestion-control default-global traffic-class [0-7] (min|max)-threshold \d+",
     r"nv set qos congestion-control default-global traffic-class [0-7] ecn (enable|disable)",
@@ -210,6 +211,41 @@ def test_nvue_script_is_valid_bash_of_documented_nv_commands(body: str, tmp_path
             if line and not line.startswith("#"):
                 assert any(re.fullmatch(form, line) for form in NVUE_FORMS), line
     assert text.splitlines()[0] == "#!/bin/bash"
+
+
+REFERENCE = Path(__file__).resolve().parents[1] / "fixtures" / "nvue-reference" / "commands.txt"
+
+
+def reference_forms() -> list[list[str]]:
+    """The NVUE Command Reference's command headings (tests/fixtures/nvue-reference), container headings left out:
+    each `<...>` stands for one token, and a heading that does not end in one takes exactly one trailing value."""
+    text = REFERENCE.read_text().split("# --- CONTAINER HEADINGS", 1)[0]
+    return [line.split() for line in text.splitlines() if line.startswith("nv set ")]
+
+
+def matches(words: list[str], form: list[str]) -> bool:
+    if not form[-1].startswith("<"):
+        form = [*form, "<value>"]
+    return len(words) == len(form) and all(f.startswith("<") or f == w for w, f in zip(words, form, strict=True))
+
+
+@pytest.mark.parametrize(
+    "body", ["", "roce:\n  tos: 170\n  cable_length_m: 30\n", "roce:\n  ecn: false\n", "roce:\n  tos: 138\n"]
+)
+def test_every_nv_set_line_is_a_command_of_the_nvue_command_reference(body: str) -> None:
+    forms = reference_forms()
+    assert len(forms) > 20
+    seen = 0
+    for text in all_files(body)["nvue"].values():
+        for line in text.splitlines():
+            if line.startswith("nv set "):
+                seen += 1
+                assert any(matches(line.split(), f) for f in forms), f"not in the NVUE Command Reference: {line}"
+    assert seen
+    assert not matches(
+        "nv set interface swp1 qos pfc-watchdog".split(),
+        "nv set interface <interface-id> qos pfc-watchdog state".split(),
+    )
 
 
 def test_nvue_moves_pfc_and_the_roce_class_when_the_priority_is_not_3() -> None:
@@ -438,7 +474,7 @@ def test_rails16_demo_writes_nvue_for_eight_leaves(tmp_path: Path) -> None:
     for rail in range(8):
         leaf = (out / "nvue" / f"leaf-r{rail}.nvue.sh").read_text()
         assert leaf.count("link mtu 9216") == 17  # 16 hosts and the uplink (read off the simulated fabric)
-        assert leaf.count("qos pfc-watchdog\n") == 17
+        assert leaf.count("qos pfc-watchdog state enable\n") == 17
         assert "# swp16: gpu-016 " in leaf and f"(rail {rail})" in leaf
         assert subprocess.run(["bash", "-n", "-c", leaf]).returncode == 0
     assert (

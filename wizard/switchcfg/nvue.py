@@ -79,7 +79,8 @@ def render(
 def _port(port: str, qos: SwitchQos) -> list[str]:
     lines = [f"nv set interface {port} link mtu {MTU}"]
     if qos.watchdog.enabled:
-        lines.append(f"nv set interface {port} qos pfc-watchdog")
+        # the NVUE Command Reference's form (the user guide also shows a bare `qos pfc-watchdog`)
+        lines.append(f"nv set interface {port} qos pfc-watchdog state enable")
     return lines
 
 
