@@ -20,6 +20,9 @@ LLDPCTL_EXPECTED = {
     ],
     "puppet-lldpd-list-mfs-vlan-med-1.json": [("eno1", "router/ge-1/0/1", "ifname", 9192, "192.0.2.1")],
     "puppet-lldpd-no-neighbors-1.json": [],
+    "lldpd-1.0.16-sonic-alias-pfc-app.json": [
+        ("enp24s0np0", "leaf-r0/etp5", "local", None, "fe80::e41a:71ff:fedc:dfea")
+    ],
     "sonic-juniper-unknown-tlv-mfs-1.json": [("Ethernet96", "spine4.9.test/et-0/0/11", "ifname", 9114, "192.0.2.1")],
     "lldpd-test-lldpcli-json-neighbors-1.txt": [
         ("eth0", "ns-2.example.com/00:00:00:00:00:02", "mac", None, "fe80::200:ff:fe00:2")
@@ -67,6 +70,14 @@ def test_lldpctl_json_of_one_interface_is_an_object_keyed_by_name_with_chassis_k
 def test_lldpctl_json_neighbour_without_sysname_keeps_the_chassis_id() -> None:
     n = parse_lldpctl_json(real_output("lldpctl", "puppet-lldpd-issue129-unnamed-chassis-1.json")).neighbors[0]
     assert (n.chassis_name, n.chassis_id, n.port_id, n.port_descr) == (None, "44:94:fc:9d:55:0a", "g17", None)
+
+
+def test_real_lldpd_shows_a_sonic_alias_port_id_and_802_1qaz_tlvs_as_unknown_tlvs() -> None:
+    """Captured from Debian's lldpd 1.0.16 in this project's namespace lab (tests/nslab/test_real_lldpd.py)."""
+    n = parse_lldpctl_json(real_output("lldpctl", "lldpd-1.0.16-sonic-alias-pfc-app.json")).neighbors[0]
+    assert (n.port_id, n.port_id_type, n.port_descr) == ("etp5", "local", "gpu-005 enp24s0np0")
+    assert (n.pfc_enabled, n.pfc_capable, n.pfc_willing) == ([3], 8, False)
+    assert n.app_dscp == {}, "its APP entry is UDP 4791 (selector 3), not a DSCP"
 
 
 def test_lldpctl_json_keeps_unknown_tlvs_without_inventing_pfc() -> None:
