@@ -64,12 +64,31 @@ def claim(claims: Path, unit: str) -> bool:
     return True
 
 
+# The longest units (minutes each; `python tests/tiers.py` prints every lane's slowest tests), claimed first by the
+# lanes that walk from the front: a long unit left for the end would keep one lane busy while the others are done
+# (longest first is the classic greedy schedule). The qemu lane joins late from the back and finds the short ones.
+LONGEST_FIRST = (
+    "tests/validate/test_switch_os_fabric.py",
+    "tests/validate/test_incast.py",
+    "tests/tui",
+    "tests/chaos/test_chaos_sample.py",
+    "tests/handoff/ansible",
+    "tests/handoff/report",
+    "tests/security/test_no_secret_leaks.py",
+    "tests/nslab",
+    "tests/engine/test_plan_ahead.py",
+    "tests/engine/test_headless_demo.py",
+)
+
+
 def units_in_order(items: list[pytest.Item], root: Path, reverse: bool) -> list[tuple[str, list[pytest.Item]]]:
-    """The items grouped by unit, in collection order (or with the units reversed; tests inside keep theirs)."""
+    """The items grouped by unit, the longest units first and the rest in collection order (or all reversed);
+    tests inside a unit keep their order."""
     grouped: dict[str, list[pytest.Item]] = {}
     for item in items:
         grouped.setdefault(unit_of(Path(str(item.path)), root), []).append(item)
-    units = list(grouped.items())
+    rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
+    units = sorted(grouped.items(), key=lambda u: rank.get(u[0], len(rank)))  # stable: collection order otherwise
     return units[::-1] if reverse else units
 
 

@@ -89,3 +89,14 @@ def test_without_a_claims_folder_the_plugin_leaves_pytest_alone(tmp_path: Path) 
     )  # fmt: skip
     assert result.returncode == 0, result.stdout[-2000:]
     assert sorted(p.name for p in ran.iterdir()) == sorted(names) and "share:" not in result.stdout
+
+
+def test_every_unit_named_longest_first_exists_and_is_claimed_as_one() -> None:
+    """A renamed or split file must not drop out of the longest-first list unnoticed."""
+    from tests.share_work import LONGEST_FIRST, unit_of
+
+    root = Path(__file__).resolve().parent.parent
+    for unit in LONGEST_FIRST:
+        path = root / unit
+        first = path if path.is_file() else next(iter(sorted(path.rglob("test_*.py"))), None)
+        assert first is not None and unit_of(first, root) == unit, unit

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from steps.discovery import links as discovery_links
@@ -20,7 +22,8 @@ async def test_a_flapping_link_is_the_first_finding_with_its_counters_rising_bet
     bad = flaps[("server1", f"link_flaps:{netdev}")]
     assert bad.status == "fail" and bad.tree == "RDMA test fails"
     assert bad.evidence.startswith(f"server1 {netdev}: link went down ")
-    assert "rising in 1 s: " in bad.evidence and "link_down_events_phy +" in bad.evidence
+    # the seconds between the two reads: LINK_RECHECK_S, more on a loaded machine (never asserted exactly)
+    assert re.search(r"rising in \d+ s: ", bad.evidence) and "link_down_events_phy +" in bad.evidence
     assert "reseat or replace the cable/optic" in (bad.fix or "")
     assert findings[0] is bad, [f.id for f in findings if f.status == "fail"]
     others = [f for key, f in flaps.items() if key != ("server1", f"link_flaps:{netdev}")]
