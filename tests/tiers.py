@@ -4,8 +4,8 @@ The qemu tier (`pytest -m vmlab`: two TCG guests with a real kernel) runs beside
 it. The rest (the main tier) is shared through tests/share_work.py by pytest processes that claim test files as they
 go: two start at once and walk the files from the front; the qemu lane joins when its tier is done, walking them
 from the back, so both cores stay busy to the end. Every test runs exactly once, each process prints its own
-summary, and the run fails if any of them fails. The guests run at a higher priority than the lanes (as root), so the
-second front lane uses the CPU the guests leave while they wait, not theirs.
+summary, and the run fails if any of them fails. The qemu guests run at a higher priority than the test processes (as
+root), so the second front lane uses the CPU the guests leave while they wait, not theirs.
 
     python tests/tiers.py [PYTEST ARGS...]     # extra arguments go to every run, e.g. -x or -k bond
 
@@ -60,13 +60,13 @@ def main(extra: list[str]) -> int:
         stdout=lane_log,
         stderr=subprocess.STDOUT,
         env={**env, "ROCE_WIZARD_TEST_CLAIM_ORDER": "reverse"},
-        preexec_fn=_ahead if os.geteuid() == 0 else None,  # noqa: PLW1509 - nice(2) only, before exec
     )
     print(f"tiers: qemu tier started (pid {lane.pid}, output in {logs / 'qemu.log'}); main tier follows", flush=True)
-    # A third lane from the start: while the guests wait on boots and timers a core would be idle. The qemu lane
-    # (its pytest, the wizard and Ansible it runs, and the guests: tests/vmlab/vms.py) runs at a higher priority
-    # than the other lanes (as root), so the extra lane takes CPU from the other main-tier lane, not from the qemu
-    # tier (without that, a third lane made the qemu tier the longest and the run slower).
+    # A third lane from the start: while the guests wait on boots and timers a core would be idle. The guests run at
+    # a higher priority than every test process (tests/vmlab/vms.py, as root), so the extra lane takes CPU from the
+    # other main-tier lane, not from the guests (without that, a third lane made the qemu tier the longest and the
+    # run slower). Only the guests: with the whole qemu lane ahead, the image build starved the main-tier lanes long
+    # enough for a simulated host to miss its 5 s SSH connect timeout.
     idle_log = (logs / "idle.log").open("w")
     idle = subprocess.Popen(
         pytest + TIERS["main"] + share,
@@ -122,13 +122,6 @@ def main(extra: list[str]) -> int:
     if all(code == 5 for code in every):
         return 5
     return failed[0] if failed else 0
-
-
-QEMU_LANE_NICE = -5  # the qemu lane and its guests ahead of the main-tier lanes
-
-
-def _ahead() -> None:
-    os.nice(QEMU_LANE_NICE)
 
 
 def unclaimed_units(claims: Path) -> list[str]:

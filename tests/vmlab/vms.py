@@ -244,7 +244,7 @@ class VmPair:
         if os.geteuid() == 0 and shutil.which("nice") and os.nice(0) > GUEST_NICE:
             # Above the other test processes (tests/tiers.py runs three lanes): a TCG guest's vCPU is one thread,
             # and a guest starved of it stalls the qemu tier while the main-tier lanes have the cores. Every qemu
-            # thread inherits the priority from nice(1). (Under tests/tiers.py the qemu lane is at it already.)
+            # thread inherits the priority from nice(1).
             argv = ["nice", "-n", str(GUEST_NICE - os.nice(0)), *argv]
         subprocess.run(argv, check=True)
         vm.pid = int(pidfile.read_text().strip())
