@@ -11,6 +11,17 @@ from pathlib import Path
 RECAP = re.compile(r"^(\S+)\s*:\s*ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
+def export_network_role(answers: Path, workdir: Path) -> Path:
+    """`roce-wizard export ansible --only network` for ``answers`` into WORKDIR/ansible (its own state directory,
+    so it can run beside a wizard using the lab's); the project folder."""
+    from wizard.cli.export_ansible import main as export_ansible_cmd
+
+    project = workdir / "ansible"
+    argv = ["--answers", str(answers), "--only", "network", "--state-dir", str(workdir / "ansible-state")]
+    assert export_ansible_cmd([*argv, "-o", str(project)]) == 0
+    return project
+
+
 def playbook(
     project: Path, timeout_s: float = 900
 ) -> tuple[subprocess.CompletedProcess[str], dict[str, dict[str, int]]]:

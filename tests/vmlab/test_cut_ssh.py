@@ -16,10 +16,9 @@ from typing import Any
 import asyncssh
 import pytest
 
-from tests.vmlab.ansible_play import playbook
+from tests.vmlab.ansible_play import export_network_role, playbook
 from tests.vmlab.conftest import LabVms
 from tests.vmlab.test_real_kernel import statuses
-from wizard.cli.export_ansible import main as export_ansible_cmd
 
 pytestmark = [
     pytest.mark.vmlab,
@@ -46,12 +45,7 @@ def test_a_change_that_cuts_ssh_is_rolled_back_by_the_host_whether_the_wizard_or
         lab_vms.management_by_dhcp(vm)
     by_wizard = lab_vms.answers(cut_off("vm1"), hosts=["vm1"], safe_apply=GUARD, file="wizard.yaml")
     by_ansible = lab_vms.answers(cut_off("vm2"), hosts=["vm2"], safe_apply=GUARD, file="ansible.yaml")
-    project = lab_vms.workdir / "ansible"
-    exported = export_ansible_cmd(
-        ["--answers", str(by_ansible), "--only", "network", "--state-dir", str(lab_vms.workdir / "ansible-state"),
-         "-o", str(project)]
-    )  # fmt: skip
-    assert exported == 0
+    project = export_network_role(by_ansible, lab_vms.workdir)
 
     started = time.monotonic()
     with ThreadPoolExecutor(1) as pool:

@@ -17,10 +17,9 @@ from typing import Any
 
 import pytest
 
-from tests.vmlab.ansible_play import playbook
+from tests.vmlab.ansible_play import export_network_role, playbook
 from tests.vmlab.conftest import LabVms
 from tests.vmlab.vms import Vm
-from wizard.cli.export_ansible import main as export_ansible_cmd
 from wizard.parsers import parse
 
 pytestmark = pytest.mark.vmlab
@@ -69,12 +68,7 @@ def test_the_wizard_and_the_exported_role_build_the_same_bond_the_kernel_agrees_
     both = lab_vms.answers(BOND_AND_RAIL, host_extra=second)
     by_wizard = lab_vms.answers(BOND_AND_RAIL, hosts=["vm1"], file="wizard.yaml")
     by_ansible = lab_vms.answers(BOND_AND_RAIL, hosts=["vm2"], host_extra=second, file="ansible.yaml")
-    project = lab_vms.workdir / "ansible"
-    exported = export_ansible_cmd(
-        ["--answers", str(by_ansible), "--only", "network", "--state-dir", str(lab_vms.workdir / "ansible-state"),
-         "-o", str(project)]
-    )  # fmt: skip
-    assert exported == 0
+    project = export_network_role(by_ansible, lab_vms.workdir)
     assert sorted(p.name for p in (project / "roles").iterdir()) == ["network"]
 
     with ThreadPoolExecutor(1) as pool:
