@@ -6,7 +6,7 @@ from typing import Any
 
 from steps.inference.layout import Layout
 from steps.inference.plan import desired_files, serving_units, token_in_sync
-from steps.inference.units import ENV_PATH, KEY_ENV, KEY_HEADER, TOKEN_PATH, package_problems, uses_ray
+from steps.inference.units import ENV_PATH, KEY_ENV, KEY_HEADER, LOCK_PATH, TOKEN_PATH, package_problems, uses_ray
 from wizard.engine.step import CheckItem, ClusterView
 
 
@@ -103,8 +103,9 @@ def _secret_file_items(facts: dict[str, Any], api: bool, token: bool) -> list[Ch
 
 def _service_items(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]:
     cfg = view.answers.inference
-    head = layout.node(host) if layout.replicas else layout.head  # each replica answers on its own host
-    assert head is not None
+    node = layout.node(host)
+    assert node is not None
+    head = layout.head_of(node)  # each group answers on its own head
     cluster: dict[str, Any] = (view.stage_facts(host, "inference") or {}).get("cluster") or {}
     if cluster.get("skipped"):
         return [CheckItem(id="health", title="API health", status="fail", evidence=cluster["skipped"])]
@@ -132,7 +133,7 @@ def _service_items(view: ClusterView, layout: Layout, host: str) -> list[CheckIt
             title="API health",
             status="pass",
             evidence=f"{where} answered after {health.get('waited_s')} s"
-            + (f" (serving group of {len(layout.nodes)} nodes, head {head.host})" if host != head.host else ""),
+            + (f" (serving group of {len(layout.members(node))} nodes, head {head.host})" if host != head.host else ""),
         )
     ]
     probe = cluster.get("probe")
@@ -164,7 +165,8 @@ def _probe_item(model: str, probe: dict[str, Any]) -> CheckItem:
 
 
 def version_consistency(view: ClusterView, layout: Layout) -> dict[str, list[CheckItem]]:
-    """Ray and the engine must be the same release on every serving host (Ray refuses mismatched nodes)."""
+    """Ray and the engine must be the same release on every host of a group (Ray refuses mismatched nodes); across
+    independent replicas a difference only makes them answer differently (a warning)."""
     cfg = view.answers.inference
     result: dict[str, list[CheckItem]] = {}
     names = [cfg.engine] + (["ray"] if uses_ray(cfg) else [])
@@ -172,20 +174,27 @@ def version_consistency(view: ClusterView, layout: Layout) -> dict[str, list[Che
     for node in layout.nodes:
         packages = (view.stage_facts(node.host, "inference") or {}).get("packages") or {}
         seen[node.host] = {name: packages.get(name) for name in names}
-    for name in names:
-        versions = {host: v[name] for host, v in seen.items() if v[name]}
-        if len(set(versions.values())) <= 1:
-            continue
-        listing = ", ".join(f"{h}: {v}" for h, v in sorted(versions.items()))
-        for host in versions:
-            result.setdefault(host, []).append(
-                CheckItem(
-                    id=f"same_{name}",
-                    title=f"same {name} release on every host",
-                    # replicas never talk to each other: different releases only answer differently
-                    status="warn" if layout.replicas else "fail",
-                    evidence=listing,
-                    fix=f"set inference.engine_version to pin one release and re-run ({name} must match)",
+    scopes = [(layout.nodes, "warn" if layout.replicas else "fail")]
+    if layout.replicas and not layout.single_node:
+        scopes += [(group, "fail") for group in layout.groups()]
+    for nodes, status in scopes:
+        for name in names:
+            versions = {n.host: seen[n.host][name] for n in nodes if seen[n.host][name]}
+            if len(set(versions.values())) <= 1:
+                continue
+            listing = ", ".join(f"{h}: {v}" for h, v in sorted(versions.items()))
+            where = "every host of the serving group" if status == "fail" else "every replica"
+            for host in versions:
+                items = result.setdefault(host, [])
+                items[:] = [i for i in items if i.id != f"same_{name}"]  # a group's failure beats the fleet's warning
+                items.append(
+                    CheckItem(
+                        id=f"same_{name}",
+                        title=f"same {name} release on {where}",
+                        status=status,  # type: ignore[arg-type]
+                        evidence=listing,
+                        fix=f"re-run the inference stage: every host installs from {LOCK_PATH} of its group's head"
+                        f" (or set inference.engine_version to pin one release; {name} must match)",
+                    )
                 )
-            )
     return result

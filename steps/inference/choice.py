@@ -94,16 +94,16 @@ def choose(view: ClusterView, hosts: list[str], per_node: int, memory_mib: int, 
             " and leave one server instead of several; set inference.layout: span to force it"
         )
         return choice
-    if cfg.layout == "replicas":
-        return Choice(
-            "replicas",
-            per_node,
-            1,
-            blockers=[
-                f"inference.layout replicas: {cfg.model} does not fit one node: {one.message}. Fix: set"
-                " inference.layout to auto or span (TP x PP across nodes), or pick a smaller or quantized model"
-            ],
+    group = max(1, -(-span.tp * span.pp // per_node))
+    if cfg.layout == "replicas" or (cfg.layout == "auto" and len(hosts) >= 2 * group):
+        choice = Choice("replicas", span.tp, span.pp)
+        choice.notes.append(
+            f"layout replicas of {group} nodes (inference.layout {cfg.layout}): one node cannot hold {cfg.model}"
+            f" ({numbers}), so each replica spans {group} nodes with TP {span.tp} x PP {span.pp} over {fabric:g}"
+            f" Gb/s of RoCE rails per node; the {len(hosts)} hosts make {len(hosts) // group} independent replicas"
+            " behind one entry point"
         )
+        return choice
     span.notes.append(
         f"layout span (inference.layout auto): one node cannot hold {cfg.model} ({numbers}), so TP"
         f" {span.tp} x PP {span.pp} spans the nodes over {fabric:g} Gb/s of RoCE rails per node"

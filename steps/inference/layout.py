@@ -23,6 +23,7 @@ class Node:
     gpu_driver: str | None
     rails: tuple[str, ...] = ()  # subnet of each HCA, same order
     qos: bool = False  # the roce stage's QoS unit is in use here: the serving units Require= and start After= it
+    group: int = 0  # the serving group (replica) this node belongs to; rank is its place inside that group
 
 
 @dataclass
@@ -36,9 +37,11 @@ class Layout:
     host_blockers: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     quantization: str | None = None
-    mode: str = "span"  # "replicas": every node serves the model alone (rank 0 of a group of one)
+    mode: str = "span"  # "replicas": independent serving groups of ``nodes_per_group`` nodes; "span": one group
     tp: int = 1
     pp: int = 1
+    nodes_per_group: int = 1  # for span: every serving node
+    assigned: dict[str, int] = field(default_factory=dict)  # serving host -> its group, whether or not it can serve
 
     @property
     def replicas(self) -> bool:
@@ -46,22 +49,42 @@ class Layout:
 
     @property
     def head(self) -> Node | None:
+        """Head of the first group (the only one with layout span)."""
         return self.nodes[0] if self.nodes else None
 
     @property
     def group_size(self) -> int:
-        """Nodes in one serving group: 1 for replicas, every serving node for span."""
-        return 1 if self.replicas else len(self.nodes)
+        """Nodes in one serving group."""
+        return self.nodes_per_group if self.replicas else len(self.nodes)
+
+    @property
+    def single_node(self) -> bool:
+        """Every group is one node: no Ray, no rendezvous, nothing crosses the fabric while serving."""
+        return self.replicas and self.nodes_per_group == 1
+
+    def groups(self) -> list[list[Node]]:
+        """The serving groups in order, each with its head (rank 0) first."""
+        found: dict[int, list[Node]] = {}
+        for node in self.nodes:
+            found.setdefault(node.group, []).append(node)
+        return [sorted(members, key=lambda n: n.rank) for _, members in sorted(found.items())]
+
+    def members(self, node: Node) -> list[Node]:
+        """The nodes of ``node``'s serving group, head first."""
+        return next((g for g in self.groups() if node in g), [node])
+
+    def head_of(self, node: Node) -> Node:
+        return self.members(node)[0]
 
     def api_nodes(self) -> list[Node]:
-        """Nodes that serve the OpenAI API: each replica, or the head of the one group."""
-        return list(self.nodes) if self.replicas else self.nodes[:1]
+        """Nodes that serve the OpenAI API: the head of every group."""
+        return [group[0] for group in self.groups()]
 
     def effective(self, view: ClusterView) -> ClusterView:
-        """The view with the layout's TP/PP (and, for replicas, no Ray: one node needs vLLM's mp backend only)."""
+        """The view with the layout's TP/PP (and, for one-node replicas, no Ray: vLLM's mp backend is enough)."""
         cfg = view.answers.inference
         update: dict[str, object] = {"tensor_parallel_size": self.tp, "pipeline_parallel_size": self.pp}
-        if self.replicas:
+        if self.single_node:
             update["executor_backend"] = "mp"
         answers = view.answers.model_copy(update={"inference": cfg.model_copy(update=update)})
         return ClusterView(answers, view.facts)
@@ -72,12 +95,12 @@ class Layout:
     def refusals(self, host: str) -> list[str]:
         """Blockers for ``host``: its own, then the group's (a group missing one member cannot serve)."""
         own = self.host_blockers.get(host, [])
-        if self.replicas:  # a replica serves alone: another host's trouble is not its own
-            return own + self.blockers
+        # A replica serves without the others: only trouble inside its own group stops it.
+        mine = self.assigned.get(host)
         others = [
             f"{name} cannot join the serving group: {reason.removeprefix(f'{name}: ')}"
             for name, reasons in self.host_blockers.items()
-            if name != host
+            if name != host and (not self.replicas or self.assigned.get(name) == mine)
             for reason in reasons
         ]
         return own + self.blockers + others
@@ -133,25 +156,27 @@ def _node(view: ClusterView, host: str, rank: int, layout: Layout) -> Node | Non
 
 
 def _common_rails(layout: Layout) -> None:
-    """Give NCCL only rails usable on every serving host: a rail down on one side cannot carry traffic."""
-    if len(layout.nodes) < 2:
-        return
-    common = set.intersection(*(set(n.rails) for n in layout.nodes))
-    if not common:
-        layout.blockers.append(
-            "no rail subnet is usable on every serving host: "
-            + "; ".join(f"{n.host} has {', '.join(n.rails)}" for n in layout.nodes)
-        )
-        return
-    for i, node in enumerate(layout.nodes):
-        dropped = [f"{hca} ({rail})" for hca, rail in zip(node.hcas, node.rails, strict=True) if rail not in common]
-        if dropped:
-            layout.notes.append(
-                f"{node.host}: leaving {', '.join(dropped)} out of NCCL_IB_HCA because the rail is not usable on"
-                " every serving host; fix its link and re-run to get all rails back"
+    """Give NCCL only rails usable on every host of a group: a rail down on one side cannot carry traffic."""
+    for group in layout.groups():
+        if len(group) < 2:
+            continue
+        common = set.intersection(*(set(n.rails) for n in group))
+        if not common:
+            layout.host_blockers.setdefault(group[0].host, []).append(
+                "no rail subnet is usable on every host of its serving group: "
+                + "; ".join(f"{n.host} has {', '.join(n.rails)}" for n in group)
             )
-        keep = [(h, r) for h, r in zip(node.hcas, node.rails, strict=True) if r in common]
-        layout.nodes[i] = replace(node, hcas=tuple(h for h, _ in keep), rails=tuple(r for _, r in keep))
+            continue
+        for node in group:
+            dropped = [f"{hca} ({rail})" for hca, rail in zip(node.hcas, node.rails, strict=True) if rail not in common]
+            if dropped:
+                layout.notes.append(
+                    f"{node.host}: leaving {', '.join(dropped)} out of NCCL_IB_HCA because the rail is not usable on"
+                    " every host of its serving group; fix its link and re-run to get all rails back"
+                )
+            keep = [(h, r) for h, r in zip(node.hcas, node.rails, strict=True) if r in common]
+            i = layout.nodes.index(node)
+            layout.nodes[i] = replace(node, hcas=tuple(h for h, _ in keep), rails=tuple(r for _, r in keep))
 
 
 def _gpus(view: ClusterView, hosts: list[str]) -> tuple[int, str]:
@@ -182,7 +207,7 @@ def build_layout(view: ClusterView) -> Layout:
     layout.mode, layout.tp, layout.pp = choice.mode, choice.tp, choice.pp
     layout.notes += choice.notes
     layout.blockers += choice.blockers
-    if layout.replicas:
+    if layout.replicas and layout.tp * layout.pp <= per_node:
         return _replicas(view, hosts, layout)
     tp, pp = layout.tp, layout.pp
     world = tp * pp
@@ -207,18 +232,29 @@ def build_layout(view: ClusterView) -> Layout:
             f" {len(hosts)} host(s) ({len(hosts) * per_node} GPUs)"
         )
         nodes_needed = len(hosts)
-    serving = hosts[:nodes_needed]
-    for host in hosts[nodes_needed:]:
+    count = max(1, len(hosts) // nodes_needed) if layout.replicas else 1
+    layout.nodes_per_group = nodes_needed
+    serving = hosts[: nodes_needed * count]
+    for host in hosts[len(serving) :]:
         layout.idle[host] = (
-            f"not part of the serving group: TP {tp} x PP {pp} = {world} GPUs fit on {', '.join(serving)}"
+            f"not part of a serving group: {count} replicas of {nodes_needed} nodes (TP {tp} x PP {pp}) use"
+            f" {len(serving)} of the {len(hosts)} hosts"
+            if layout.replicas
+            else f"not part of the serving group: TP {tp} x PP {pp} = {world} GPUs fit on {', '.join(serving)}"
         )
-    for rank, host in enumerate(serving):
-        node = _node(view, host, rank, layout)
+    for i, host in enumerate(serving):
+        layout.assigned[host] = i // nodes_needed
+        node = _node(view, host, i % nodes_needed, layout)
         if node is not None:
-            layout.nodes.append(node)
+            layout.nodes.append(replace(node, group=i // nodes_needed))
     layout.host_blockers = {h: r for h, r in layout.host_blockers.items() if r}
     _common_rails(layout)
     size_rules(view, serving, layout, _gpus(view, serving))
+    if layout.replicas:
+        layout.notes.append(
+            f"{count} replicas of {nodes_needed} nodes each (TP {tp} x PP {pp}): "
+            + "; ".join(f"replica {g + 1}: {', '.join(n.host for n in grp)}" for g, grp in enumerate(layout.groups()))
+        )
     _operator_notes(view, layout)
     return layout
 
@@ -226,10 +262,11 @@ def build_layout(view: ClusterView) -> Layout:
 def _replicas(view: ClusterView, hosts: list[str], layout: Layout) -> Layout:
     """One engine per node, each rank 0 of its own group: no Ray, no rendezvous, no rail shared between replicas."""
     cfg = view.answers.inference
-    for host in hosts:
+    for i, host in enumerate(hosts):
+        layout.assigned[host] = i
         node = _node(view, host, 0, layout)
         if node is not None:
-            layout.nodes.append(node)
+            layout.nodes.append(replace(node, group=i))
             layout.notes += numa_notes(view, host, layout.tp)
     layout.host_blockers = {h: r for h, r in layout.host_blockers.items() if r}
     size_rules(view, hosts, layout, _gpus(view, hosts))
@@ -269,7 +306,7 @@ def _operator_notes(view: ClusterView, layout: Layout) -> None:
         )
         + "; set inference.hf_home to a pre-filled cache on air-gapped hosts"
     )
-    if len(layout.nodes) > 1 and layout.head is not None and not layout.replicas:
+    if len(layout.nodes) > 1 and layout.head is not None and not layout.single_node:
         ports = (
             f"Ray {cfg.ray_port} and its worker ports"
             if cfg.engine == "vllm" and cfg.executor_backend == "ray"
@@ -277,6 +314,7 @@ def _operator_notes(view: ClusterView, layout: Layout) -> None:
         )
         layout.notes.append(
             f"TCP between the hosts' management addresses must be open ({ports}, NCCL/Gloo bootstrap on ephemeral"
-            f" ports); the API on {cfg.api_host}:{cfg.port} of {layout.head.host} requires the key in"
+            f" ports); the API on {cfg.api_host}:{cfg.port} of {', '.join(n.host for n in layout.api_nodes())}"
+            " requires the key in"
             f" {API_KEY_NOTE}; vLLM leaves routes outside /v1 open, so keep the port on a trusted network"
         )

@@ -91,10 +91,11 @@ def _driver_rules(view: ClusterView, node: Node, plan: HostPlan) -> None:
 def _absent_peers(view: ClusterView, layout: Layout, host: str, facts: dict[str, Any]) -> list[str]:
     """Serving hosts not probed in this run (an earlier stage failed there): deploying without them cannot serve."""
     mine = facts.get("probed_at")
-    if mine is None or layout.replicas:  # a replica does not need its peers
+    me = layout.node(host)
+    if mine is None or me is None or layout.single_node:  # a one-node replica does not need its peers
         return []
     absent = []
-    for node in layout.nodes:
+    for node in layout.members(me):  # a replica needs only the hosts of its own group
         theirs = (view.stage_facts(node.host, "inference") or {}).get("probed_at")
         if node.host != host and (theirs is None or mine - theirs > STALE_S):
             absent.append(
@@ -134,7 +135,7 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
         )
     if uses_ray(cfg) and cfg.ray_auth == "off":
         plan.notes.append(
-            f"Ray token authentication is off: anyone who reaches {layout.head.ip if layout.head else '?'}:"
+            f"Ray token authentication is off: anyone who reaches {layout.head_of(node).ip}:"
             f"{cfg.ray_port} can run code on every host (CVE-2025-62593 class); set inference.ray_auth: token"
         )
     changes: list[Change] = []
@@ -204,7 +205,11 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
         versions = f"{cfg.engine} {packages.get(cfg.engine, '?')}" + (
             f", Ray {packages.get('ray', '?')}" if uses_ray(cfg) else ""
         )
-        role = "one replica of " + str(len(layout.nodes)) if layout.replicas else f"rank {node.rank}"
+        role = (
+            f"replica {node.group + 1} of {len(layout.groups())}, rank {node.rank}"
+            if layout.replicas
+            else f"rank {node.rank}"
+        )
         plan.noop_reason = (
             f"{', '.join(serving_units(view, layout, host))} active with the answers' content ({versions},"
             f" {cfg.model}, TP {cfg.tensor_parallel_size} x PP {cfg.pipeline_parallel_size}, {role})"

@@ -14,7 +14,7 @@ from steps.inference import bench
 from steps.inference.checks import host_checks, version_consistency
 from steps.inference.choice import endpoint, gpu_topology
 from steps.inference.fabric import LIVE_READS, read_live
-from steps.inference.layout import Layout, build_layout
+from steps.inference.layout import Layout, Node, build_layout
 from steps.inference.plan import plan_host, serving_units
 from steps.inference.units import (
     ENGINE_UNIT,
@@ -158,7 +158,7 @@ class Inference(Step):
         lines = [f"{c.title}: {c.evidence}" for c in shown if c.status in ("pass", "warn")]
         node = layout.node(host)
         if node is not None and node in layout.api_nodes():
-            kind = f"replica {layout.nodes.index(node) + 1} of {len(layout.nodes)}" if layout.replicas else "the group"
+            kind = f"replica {node.group + 1} of {len(layout.groups())}" if layout.replicas else "the group"
             lines.append(f"endpoint ({kind}): {endpoint(view.answers.inference, node.ip)} (key: {KEY_ENV} on {host})")
         return lines
 
@@ -169,20 +169,25 @@ class Inference(Step):
         return version_consistency(layout.effective(view), layout)
 
     async def cluster_probe(self, view: ClusterView, executors: dict[str, Executor]) -> dict[str, dict[str, Any]]:
+        """Every group's endpoint at its head, all groups at once: health, then the latency/throughput probe."""
         if not view.answers.inference.enabled:
             return {}
         layout = build_layout(view)
         view = layout.effective(view)
+        results = await asyncio.gather(*(self._probe_group(view, layout, g, executors) for g in layout.groups()))
+        return {host: found for group in results for host, found in group.items()}
+
+    async def _probe_group(
+        self, view: ClusterView, layout: Layout, group: list[Node], executors: dict[str, Executor]
+    ) -> dict[str, dict[str, Any]]:
         cfg = view.answers.inference
-        head = layout.head
-        if layout.replicas:
-            return await self._probe_replicas(view, layout, executors)
-        if head is None or any(layout.refusals(n.host) for n in layout.nodes):
+        head = group[0]
+        if any(layout.refusals(n.host) for n in group):
             return {}
-        missing = [n.host for n in layout.nodes if n.host not in executors]
+        missing = [n.host for n in group if n.host not in executors]
         if missing:
             reason = f"{', '.join(missing)} left the run (an earlier step failed there); the serving group needs it"
-            return {n.host: {"healthy": False, "skipped": reason} for n in layout.nodes if n.host in executors}
+            return {n.host: {"healthy": False, "skipped": reason} for n in group if n.host in executors}
         units = serving_units(view, layout, head.host)
         engine = ENGINE_UNIT if ENGINE_UNIT in units else RAY_UNIT
         health = await bench.wait_healthy(executors[head.host], cfg, engine, cfg.ready_timeout_s)
@@ -190,27 +195,9 @@ class Inference(Step):
         if health["healthy"]:
             result["probe"] = await bench.run_probe(executors[head.host], cfg)
         out = {head.host: result}
-        for node in layout.nodes[1:]:
+        for node in group[1:]:
             out[node.host] = {"served_by": head.host, "health": health}
         return out
-
-    async def _probe_replicas(
-        self, view: ClusterView, layout: Layout, executors: dict[str, Executor]
-    ) -> dict[str, dict[str, Any]]:
-        """Every replica's own endpoint: health, then the latency/throughput probe, all replicas at once."""
-        cfg = view.answers.inference
-
-        async def one(host: str) -> dict[str, Any]:
-            engine = ENGINE_UNIT if ENGINE_UNIT in serving_units(view, layout, host) else RAY_UNIT
-            health = await bench.wait_healthy(executors[host], cfg, engine, cfg.ready_timeout_s)
-            result: dict[str, Any] = {"health": health}
-            if health["healthy"]:
-                result["probe"] = await bench.run_probe(executors[host], cfg)
-            return result
-
-        ready = [n.host for n in layout.nodes if n.host in executors and not layout.refusals(n.host)]
-        results = await asyncio.gather(*(one(h) for h in ready))
-        return dict(zip(ready, results, strict=True))
 
 
 def parse_pip_list(text: str) -> dict[str, str]:

@@ -19,6 +19,8 @@ ENGINE_UNIT = "roce-wizard-inference.service"
 # The API key lives only on the host: generated there, 0600 root, read by systemd (EnvironmentFile=) and by curl.
 KEY_ENV = "/etc/roce-wizard/inference-api-key.env"
 KEY_HEADER = "/etc/roce-wizard/inference-api-key.header"
+# `pip freeze` of a group head's venv after its install; the group's other hosts install exactly these versions.
+LOCK_PATH = "/etc/roce-wizard/inference-requirements.lock"
 RAY_MIN_VERSION = (2, 52)  # token authentication; older Ray has the unauthenticated-dashboard RCE CVE-2025-62593
 RAY_SPEC = "ray[cgraph]>=2.52"  # cgraph: Ray Compiled Graph, which vLLM's pipeline parallelism on Ray uses
 HEADER = "# Managed by roce-wizard (stage inference). Change the answers file and re-run instead of editing.\n"
@@ -77,8 +79,7 @@ def env_file(answers: Answers, node: Node) -> str:
 
 def ray_argv(answers: Answers, layout: Layout, node: Node) -> list[str]:
     cfg = answers.inference
-    head = layout.head
-    assert head is not None
+    head = layout.head_of(node)
     ray = venv_bin(cfg, "ray")
     if node.rank == 0:
         return [
@@ -104,8 +105,7 @@ def ray_argv(answers: Answers, layout: Layout, node: Node) -> list[str]:
 def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | None:
     """The serving command for ``node``; None where the node only runs a Ray worker (vLLM on Ray)."""
     cfg = answers.inference
-    head = layout.head
-    assert head is not None
+    head = layout.head_of(node)
     nnodes = layout.group_size
     if cfg.engine == "sglang":
         argv = [venv_bin(cfg, "python"), "-m", "sglang.launch_server", "--model-path", cfg.model]
@@ -192,7 +192,7 @@ def _unit(
 def ray_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
     if not uses_ray(answers.inference):
         return None
-    role = "head" if node.rank == 0 else f"worker (joins {layout.head.host if layout.head else '?'})"
+    role = "head" if node.rank == 0 else f"worker (joins {layout.head_of(node).host})"
     return _unit(
         f"Ray {role} for vLLM on {node.host}",
         "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html",

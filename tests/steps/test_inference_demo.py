@@ -100,7 +100,7 @@ async def test_the_reference_demo_serves_llama_70b_as_two_replicas_and_a_second_
         assert code == 0
         assert all(p.changes == [] and p.noop_reason for p in plans.values())  # type: ignore[attr-defined]
         assert records["server1"].reason.startswith("verified; roce-wizard-inference.service active")
-        assert "TP 8 x PP 1, one replica of 2" in records["server1"].reason
+        assert "TP 8 x PP 1, replica 1 of 2, rank 0" in records["server1"].reason
         assert lab.host("server1").fs.lookup("/etc/systemd/system/roce-wizard-ray.service") is None
 
 

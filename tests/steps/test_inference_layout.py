@@ -21,17 +21,20 @@ from wizard.engine.step import ClusterView
 TOPO = Path(__file__).resolve().parents[1] / "fixtures" / "real-outputs" / "nvidia_smi_topo"
 
 
-def cluster(yaml: str = "", *, roce: bool = False, topo: str | None = None, **inference: dict) -> ClusterView:
-    """Two reference hosts (8 x L20 48 GB, 4 x 25 GbE rails) with the answers' inference section as given."""
+def cluster(
+    yaml: str = "", *, roce: bool = False, topo: str | None = None, hosts: int = 2, **inference: dict
+) -> ClusterView:
+    """Reference hosts (8 x L20 48 GB, 4 x 25 GbE rails; two unless told) with the answers' inference section."""
     facts = {}
-    for i, name in enumerate(("server1", "server2")):
+    names = tuple(f"server{i + 1}" for i in range(hosts))
+    for i, name in enumerate(names):
         inf = fresh(**inference.get(name, {}))
         if topo:
             inf["gpu_topology"] = gpu_topology((TOPO / topo).read_text())
         facts[name] = {"discovery": disc(name, i + 1), "inference": inf}
         if roce:
             facts[name]["roce"] = {"ports": [{"netdev": "ens1f0np0"}]}
-    return view(answers(yaml), facts)
+    return view(answers(yaml, names), facts)
 
 
 def units(v: ClusterView, host: str = "server1") -> dict[str, str]:
@@ -80,11 +83,27 @@ def test_layout_span_keeps_one_tp8_pp2_group_across_the_nodes() -> None:
     assert ENGINE_PATH not in units(v, "server2")  # vLLM on Ray: the worker only runs a raylet
 
 
-def test_layout_replicas_refuses_a_model_that_needs_two_nodes_with_the_numbers() -> None:
-    p = plan(cluster("inference:\n  layout: replicas\n  model: meta-llama/Llama-3.1-405B-Instruct-FP8\n"))
-    [refusal] = [b for b in p.blockers if b.startswith("inference.layout replicas")]
-    assert "406 GB of weights" in refusal and "set inference.layout to auto or span" in refusal
-    assert p.changes == []
+def test_a_model_that_needs_two_nodes_is_served_by_replicas_of_two_nodes_each_with_its_own_ray_head() -> None:
+    v = cluster("inference:\n  model: meta-llama/Llama-3.1-405B-Instruct-FP8\n", hosts=5)
+    p = plan(v)
+    [why] = [n for n in p.notes if n.startswith("layout replicas of 2 nodes (inference.layout auto)")]
+    assert "406 GB of weights" in why and "the 5 hosts make 2 independent replicas" in why
+    [groups] = [n for n in p.notes if n.startswith("2 replicas of 2 nodes each")]
+    assert "replica 1: server1, server2; replica 2: server3, server4" in groups
+    assert plan(v, "server5").noop_reason.startswith("not part of a serving group: 2 replicas of 2 nodes")
+    # Each pair is its own Ray cluster: server4 joins server3, not server1, and server3 serves the API.
+    worker = exec_start(units(v, "server4")[RAY_PATH])
+    assert "--address=10.0.0.13:6379" in worker
+    head = exec_start(units(v, "server3")[ENGINE_PATH])
+    assert head[head.index("--distributed-executor-backend") + 1] == "ray" and "--host" in head
+
+
+def test_a_host_that_cannot_serve_stops_only_its_own_replica() -> None:
+    yaml = "inference:\n  model: meta-llama/Llama-3.1-405B-Instruct-FP8\n"
+    v = cluster(yaml, hosts=4)
+    v.facts["server4"]["discovery"]["sudo_ok"] = False
+    assert any(b.startswith("server4 cannot join the serving group") for b in plan(v, "server3").blockers)
+    assert plan(v, "server1").blockers == [] and plan(v, "server2").blockers == []
 
 
 def test_auto_spans_the_nodes_when_one_node_cannot_hold_the_model() -> None:
