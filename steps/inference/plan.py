@@ -8,18 +8,22 @@ from steps.inference.layout import Layout, Node
 from steps.inference.units import (
     ENGINE_UNIT,
     ENV_PATH,
+    NON_CARRY_PATH,
     RAY_UNIT,
     TOKEN_PATH,
     UNIT_DIR,
+    WAIT_PATH,
     engine_unit,
     env_file,
     install_commands,
     key_command,
+    non_carry_over,
     package_problems,
     ray_unit,
     uses_ray,
     venv_bin,
     version_tuple,
+    wait_script,
 )
 from wizard.engine.step import Change, ClusterView, FileWrite, HostPlan, Impact, RemoteCommand
 
@@ -42,9 +46,12 @@ def desired_files(view: ClusterView, layout: Layout, host: str) -> dict[str, str
     ray = ray_unit(view.answers, layout, node)
     if ray:
         files[f"{UNIT_DIR}/{RAY_UNIT}"] = ray
+        files[NON_CARRY_PATH] = non_carry_over()
     engine = engine_unit(view.answers, layout, node)
     if engine:
         files[f"{UNIT_DIR}/{ENGINE_UNIT}"] = engine
+        if WAIT_PATH in engine:
+            files[WAIT_PATH] = wait_script()
     return files
 
 
@@ -236,7 +243,12 @@ def _unit_change(
     if any(p.startswith(UNIT_DIR) for p in written):
         commands.append(RemoteCommand(argv=["systemctl", "daemon-reload"]))
     commands += [RemoteCommand(argv=["systemctl", "enable", unit]) for unit in enable]
-    commands += [RemoteCommand(argv=["systemctl", "restart", unit]) for unit in restart]
+    # --no-block for the engine: its start job lasts until ExecStartPre= has seen the group's GPUs join, and the
+    # group's other hosts may only be getting their units now (the health check waits for the API instead).
+    commands += [
+        RemoteCommand(argv=["systemctl", "restart", *(["--no-block"] if unit == ENGINE_UNIT else []), unit])
+        for unit in restart
+    ]
     serving = [u for u in restart if (states.get(u) or {}).get("active") == "active"]
     return Change(
         summary="(re)start " + ", ".join(restart) if restart else "enable " + ", ".join(enable),

@@ -21,10 +21,12 @@ from steps.inference.units import (
     ENV_PATH,
     KEY_ENV,
     KEY_HEADER,
+    NON_CARRY_PATH,
     QOS_UNIT,
     RAY_UNIT,
     TOKEN_PATH,
     UNIT_DIR,
+    WAIT_PATH,
     venv_bin,
 )
 from wizard.answers.sections import InferenceSection
@@ -34,7 +36,7 @@ from wizard.executors.base import Executor
 
 _PACKAGES = ("vllm", "sglang", "ray", "torch")
 # The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
-FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}")
+FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}", WAIT_PATH, NON_CARRY_PATH)
 TOKEN_DIGEST = ["sha256sum", TOKEN_PATH]
 KEY_FILES = (("env", KEY_ENV), ("header", KEY_HEADER))
 GPU_TOPO = ["nvidia-smi", "topo", "-m"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 
@@ -10,6 +11,7 @@ from steps.roce.facts import QOS_UNIT  # DSCP trust, PFC, ECN and RDMA-CM ToS, s
 from wizard.answers.model import Answers
 from wizard.answers.sections import InferenceSection
 from wizard.engine.step import RemoteCommand
+from wizard.paths import assets_dir
 
 ENV_PATH = "/etc/roce-wizard/inference.env"
 TOKEN_PATH = "/etc/roce-wizard/ray-auth-token"
@@ -19,6 +21,18 @@ ENGINE_UNIT = "roce-wizard-inference.service"
 # The API key lives only on the host: generated there, 0600 root, read by systemd (EnvironmentFile=) and by curl.
 KEY_ENV = "/etc/roce-wizard/inference-api-key.env"
 KEY_HEADER = "/etc/roce-wizard/inference-api-key.header"
+# Run by the engine unit of a Ray group's head before vLLM starts: waits until the workers' GPUs have joined.
+WAIT_PATH = "/etc/roce-wizard/ray-wait-gpus.py"
+# Restart a dead engine (Restart=always: vLLM exits 0 when a Ray worker dies), but give up on a crash loop: more
+# than START_BURST starts within START_INTERVAL_S leaves the unit failed for the operator (systemd.unit(5)).
+START_INTERVAL_S = 1800
+START_BURST = 10
+# vLLM copies the head's VLLM_*, NCCL_*, UCX_* and HF_* variables to its Ray workers (vllm/ray/ray_env.py,
+# get_env_vars_to_copy), except the names in $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json. A worker's own
+# interfaces and HCAs must win over the head's, so the env file points VLLM_CONFIG_ROOT here and this file lists them.
+VLLM_CONFIG_ROOT = "/etc/roce-wizard/vllm"
+NON_CARRY_PATH = f"{VLLM_CONFIG_ROOT}/ray_non_carry_over_env_vars.json"
+PER_HOST_VARS = ("GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME")
 # `pip freeze` of a group head's venv after its install; the group's other hosts install exactly these versions.
 LOCK_PATH = "/etc/roce-wizard/inference-requirements.lock"
 RAY_MIN_VERSION = (2, 52)  # token authentication; older Ray has the unauthenticated-dashboard RCE CVE-2025-62593
@@ -70,6 +84,8 @@ def env_file(answers: Answers, node: Node) -> str:
         lines.append(f"NCCL_CONF_FILE={answers.nccl.conf_path}")
     if cfg.engine == "vllm":
         lines.append(f"VLLM_HOST_IP={node.ip}")
+    if uses_ray(cfg):
+        lines.append(f"VLLM_CONFIG_ROOT={VLLM_CONFIG_ROOT}")
     if uses_ray(cfg) and cfg.ray_auth == "token":
         lines += ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN_PATH={TOKEN_PATH}"]
     if cfg.hf_home:
@@ -158,25 +174,55 @@ def key_command() -> RemoteCommand:
     return RemoteCommand(argv=["sh", "-c", script])
 
 
+def non_carry_over() -> str:
+    """The JSON list vLLM reads once at import on the head: these variables stay each worker's own."""
+    return json.dumps(list(PER_HOST_VARS)) + "\n"
+
+
+def wait_script() -> str:
+    """The ExecStartPre= helper of a Ray group's head (assets/inference/ray-wait-gpus.py)."""
+    return (assets_dir() / "inference" / "ray-wait-gpus.py").read_text()
+
+
 def _unit(
-    description: str, docs: str, after: list[str], exec_start: list[str], env: list[str], node: Node, api: bool
+    description: str,
+    docs: str,
+    after: list[str],
+    exec_start: list[str],
+    env: list[str],
+    node: Node,
+    api: bool,
+    *,
+    binds_to: str | None = None,
+    pre: list[str] | None = None,
+    start_timeout_s: float | None = None,
 ) -> str:
     # Requires= + After= the QoS unit: if DSCP/PFC could not be set, systemd does not start NCCL users at all
     # (systemd.unit(5), Requires=: "if one of the other units fails to activate, and an ordering dependency After= on
     # the failing unit is set, this unit will not be started").
     after = ([QOS_UNIT] if node.qos else []) + after
-    requires = [u for u in after if u.startswith("roce-wizard-")]
+    requires = [u for u in after if u.startswith("roce-wizard-") and u != binds_to]
     unit = [HEADER.rstrip("\n"), "[Unit]", f"Description={description}", f"Documentation={docs}"]
     unit += ["Wants=network-online.target", "After=" + " ".join(["network-online.target", *after])]
     if requires:
         unit.append("Requires=" + " ".join(requires))
+    if binds_to:
+        # BindsTo=: the engine stops with its Ray node and starts again with it (systemd.unit(5)), never running
+        # on top of a raylet that is gone.
+        unit.append(f"BindsTo={binds_to}")
+    unit += [f"StartLimitIntervalSec={START_INTERVAL_S}", f"StartLimitBurst={START_BURST}"]
     unit += ["", "[Service]", "Type=simple", f"EnvironmentFile={ENV_PATH}"]
     if api:  # not optional ("-"): without its key the API must not come up open
         unit.append(f"EnvironmentFile={KEY_ENV}")
     unit += [f"Environment={e}" for e in env]
+    if pre:
+        unit.append("ExecStartPre=" + " ".join(systemd_quote(a) for a in pre))
+    if start_timeout_s is not None:
+        unit.append(f"TimeoutStartSec={start_timeout_s:g}")
     unit += [
         "ExecStart=" + " ".join(systemd_quote(a) for a in exec_start),
-        "Restart=on-failure",
+        "# always, not on-failure: vLLM shuts down with exit status 0 when a Ray worker of its group dies",
+        "Restart=always",
         "RestartSec=15",
         "TimeoutStopSec=120",
         "# RDMA registers (pins) GPU and host buffers: without an unlimited memlock, ibv_reg_mr fails",
@@ -209,8 +255,9 @@ def engine_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
     argv = engine_argv(answers, layout, node)
     if argv is None:
         return None
-    after = [RAY_UNIT] if uses_ray(cfg) else []
-    env = [f"RAY_ADDRESS={node.ip}:{cfg.ray_port}"] if uses_ray(cfg) else []
+    ray = uses_ray(cfg)
+    after = [RAY_UNIT] if ray else []
+    env = [f"RAY_ADDRESS={node.ip}:{cfg.ray_port}"] if ray else []
     name = "vLLM" if cfg.engine == "vllm" else "SGLang"
     docs = (
         "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html"
@@ -218,7 +265,23 @@ def engine_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
         else "https://docs.sglang.io/references/multi_node_deployment/multi_node.html"
     )
     role = "API server" if node.rank == 0 else f"node rank {node.rank}"
-    return _unit(f"{name} {role} for {cfg.model} on {node.host}", docs, after, argv, env, node, node.rank == 0)
+    pre, timeout = None, None
+    if ray and layout.group_size > 1:
+        gpus = cfg.tensor_parallel_size * cfg.pipeline_parallel_size
+        pre = [venv_bin(cfg, "python"), WAIT_PATH, str(gpus), f"{cfg.ready_timeout_s:g}"]
+        timeout = cfg.ready_timeout_s + 60  # ExecStartPre= counts against TimeoutStartSec= (default 90 s)
+    return _unit(
+        f"{name} {role} for {cfg.model} on {node.host}",
+        docs,
+        after,
+        argv,
+        env,
+        node,
+        node.rank == 0,
+        binds_to=RAY_UNIT if ray else None,
+        pre=pre,
+        start_timeout_s=timeout,
+    )
 
 
 def install_commands(cfg: InferenceSection) -> list[list[str]]:

@@ -175,3 +175,32 @@ async def test_the_seed_runbook_flags_are_rejected_like_vllms_argparse(lab: Lab)
 async def test_curl_to_a_port_nobody_serves_is_refused(lab: Lab) -> None:
     status, _, err = await sh(lab.host("server1"), "curl -sS http://127.0.0.1:8000/health")
     assert status == 7 and "Connection refused" in err
+
+
+async def test_vllm_gives_workers_the_heads_nccl_variables_unless_the_non_carry_over_file_keeps_them(lab: Lab) -> None:
+    """vllm/ray/ray_env.py copies NCCL_* from the head to every Ray worker; names listed in
+    $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json stay each worker's own."""
+    await ray_cluster(lab)
+    head, worker = lab.host("server1"), lab.host("server2")
+    # The worker's first port has no address (so no IPv4 RoCE v2 GID): its own NCCL_IB_HCA leaves it out, the head's
+    # names it.
+    assert (await sh(worker, "ip addr flush dev ens1f0np0"))[0] == 0
+    own = HCAS.replace("rocep59s0f0:1,", "")
+    worker.fs.install(ENV_FILE, env(worker).replace(HCAS, own))
+    joiner = f"{VENV}/bin/ray start --address=10.0.0.11:6379 --node-ip-address=10.0.0.12 --block"
+    await start(worker, "ray.service", unit("ray", joiner))
+    extra = "Environment=RAY_ADDRESS=10.0.0.11:6379\nEnvironment=VLLM_CONFIG_ROOT=/etc/roce-wizard/vllm\n"
+    await start(head, "vllm.service", unit("vllm", SERVE, extra=extra))
+    assert await settle(head, "vllm.service") == "failed"
+    journal = (await sh(head, "journalctl -u vllm.service --no-pager"))[1]
+    assert (
+        "(RayWorkerWrapper ip=10.0.0.12, server2) NCCL WARN NET/IB : rocep59s0f0:1 unusable (no IPv4 RoCE v2 GID)"
+        in journal
+    )
+    head.fs.install("/etc/roce-wizard/vllm/ray_non_carry_over_env_vars.json", '["NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"]')
+    await start(head, "vllm.service", unit("vllm", SERVE, extra=extra))
+    for _ in range(40):
+        if (await sh(head, "curl -sf http://127.0.0.1:8000/health"))[0] == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert (await sh(head, "curl -sf http://127.0.0.1:8000/health"))[0] == 0

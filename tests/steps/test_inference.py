@@ -287,7 +287,7 @@ def test_changing_a_running_service_is_disruptive_and_restarts_ray_then_the_engi
     assert p.impact == Impact.DISRUPTIVE
     assert [c.argv for c in p.changes[-1].commands] == [
         ["systemctl", "daemon-reload"],
-        ["systemctl", "restart", ENGINE_UNIT],
+        ["systemctl", "restart", "--no-block", ENGINE_UNIT],
     ]
 
 

@@ -3,10 +3,16 @@ and one test per seed-runbook mistake that must never come back."""
 
 from __future__ import annotations
 
+import json
+import shlex
+
 import pytest
 
-from steps.inference.units import ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
+from steps.inference.units import ENV_PATH, NON_CARRY_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR, WAIT_PATH
 from tests.steps.test_inference import ENGINE_PATH, RAY_PATH, cluster, commands, disc, exec_start, plan, written
+from wizard.paths import assets_dir
+
+ASSETS = assets_dir()
 
 # -- the environment and the units ----------------------------------------------------------------------------
 
@@ -20,9 +26,21 @@ def test_env_comes_from_the_verified_fabric_facts_with_inbox_names() -> None:
         "GLOO_SOCKET_IFNAME=eno1",
         "NCCL_IB_HCA==rocep59s0f0:1,rocep59s0f1:1,rocep134s0f0:1,rocep134s0f1:1",
         "VLLM_HOST_IP=10.0.0.12",
+        "VLLM_CONFIG_ROOT=/etc/roce-wizard/vllm",
         "RAY_AUTH_MODE=token",
         f"RAY_AUTH_TOKEN_PATH={TOKEN_PATH}",
     ]
+
+
+def test_hosts_whose_hca_names_differ_keep_their_own_nccl_names_across_ray() -> None:
+    """vLLM copies the head's NCCL_* to its Ray workers (vllm/ray/ray_env.py) unless ray_non_carry_over_env_vars.json
+    in VLLM_CONFIG_ROOT lists them: server1 has mlx5_* names, server2 inbox rocep* names, and each keeps its own."""
+    v = cluster(server2=disc("server2", 2, ofed_names=False))
+    for host in ("server1", "server2"):
+        files = written(plan(v, host))
+        assert json.loads(files[NON_CARRY_PATH]) == ["GLOO_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_SOCKET_IFNAME"]
+        assert "VLLM_CONFIG_ROOT=/etc/roce-wizard/vllm\n" in files[ENV_PATH]
+    assert "NCCL_IB_HCA==mlx5_0:1" in written(plan(v, "server1"))[ENV_PATH]
 
 
 def test_nccl_conf_file_is_named_when_the_nccl_stage_writes_elsewhere() -> None:
@@ -85,7 +103,17 @@ def test_vllm_on_ray_serves_from_the_head_only() -> None:
         "8000",
     ]
     assert "Environment=RAY_ADDRESS=10.0.0.11:6379\n" in head[ENGINE_PATH]
-    assert f"Requires={RAY_UNIT}\n" in head[ENGINE_PATH]
+    # Bound to the head's Ray node, restarted after any exit, and started only once the group's 16 GPUs joined.
+    assert f"BindsTo={RAY_UNIT}\n" in head[ENGINE_PATH] and "Restart=always\n" in head[ENGINE_PATH]
+    pre = next(line for line in head[ENGINE_PATH].splitlines() if line.startswith("ExecStartPre="))
+    assert shlex.split(pre.removeprefix("ExecStartPre=")) == [
+        "/opt/roce-wizard/venv/bin/python",
+        WAIT_PATH,
+        "16",
+        "1800",
+    ]
+    assert head[WAIT_PATH] == (ASSETS / "inference" / "ray-wait-gpus.py").read_text()
+    assert "TimeoutStartSec=1860\n" in head[ENGINE_PATH] and "StartLimitBurst=10\n" in head[ENGINE_PATH]
 
 
 def test_vllm_mp_backend_runs_headless_followers_without_ray() -> None:
@@ -136,10 +164,21 @@ def test_sglang_after_0_5_19_needs_a_cuda_13_driver() -> None:
 
 
 SYSTEMD_KEYS = {
-    "Unit": {"Description", "Documentation", "Wants", "After", "Requires"},
+    "Unit": {
+        "Description",
+        "Documentation",
+        "Wants",
+        "After",
+        "Requires",
+        "BindsTo",
+        "StartLimitIntervalSec",
+        "StartLimitBurst",
+    },
     "Service": {
         "Type",
         "EnvironmentFile",
+        "ExecStartPre",
+        "TimeoutStartSec",
         "Environment",
         "ExecStart",
         "Restart",

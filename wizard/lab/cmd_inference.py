@@ -108,6 +108,8 @@ async def venv_python(ctx: Ctx) -> int:
             ctx.print(json.dumps(rows))
             return 0
         raise CommandFailed(f"pip {args[2]}: not simulated {SIM}")
+    if args and args[0].endswith(".py") and _is_wait_script(ctx, args[0]):
+        return await engines.wait_for_gpus(ctx, args[1:])
     if args[:2] == ["-m", "sglang.launch_server"]:
         if "sglang" not in st.installed(ctx.host, venv):
             raise CommandFailed(f"{ctx.argv[0]}: No module named sglang")
@@ -188,6 +190,16 @@ def _headers(ctx: Ctx, value: str) -> list[str]:
     except Exception:  # noqa: BLE001 - unreadable (0600 root, not root) or missing: curl reads nothing
         raise CommandFailed(f"curl: (26) Failed to open/read local data from file/application {SIM}", 26) from None
     return [line.strip().lower() for line in text.splitlines() if line.strip()]
+
+
+def _is_wait_script(ctx: Ctx, path: str) -> bool:
+    """The wizard's ExecStartPre= helper (assets/inference/ray-wait-gpus.py), recognised by its first line."""
+    try:
+        head = ctx.fs.read_text(path, ctx.cred, ctx.cwd).splitlines()[:1]
+    except Exception:  # noqa: BLE001 - a missing script is python's own error
+        missing = f"{ctx.argv[0]}: can't open file '{path}': [Errno 2] No such file or directory"
+        raise CommandFailed(missing, 2) from None
+    return bool(head) and "wait until the Ray cluster holds the serving group's GPUs" in head[0]
 
 
 @command("openssl")

@@ -202,8 +202,9 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
     errors = st.fabric_errors(ctx.host, env, memlock, vllm=engine == "vllm")
     if errors:
         raise CommandFailed("\n".join(errors))
+    placed: dict[str, st.Proc] = {}
     if backend == "ray":
-        await _ray_group(ctx, env, tp * pp)
+        placed = await _ray_group(ctx, env, tp * pp)
     elif nnodes > 1:
         await _rendezvous(ctx, proc, rendezvous, rank, nnodes)
     oom = st.out_of_memory(ctx.host, model, tp * pp, util)
@@ -223,10 +224,27 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
     await asyncio.sleep(0.3 * ctx.host.time_scale)
     ep.ready = True
     ctx.print(f"INFO:     Uvicorn running on http://{o.get('--host', '0.0.0.0')}:{port} (Press CTRL+C to quit) {SIM}")
-    return await _park(proc, True)
+    if len(placed) < 2:
+        return await _park(proc, True)
+    while proc.alive():
+        lost = [name for name, raylet in placed.items() if not raylet.alive()]
+        if lost:
+            # vLLM's engine core dies with a worker of its placement group and the API server shuts down cleanly:
+            # exit status 0, which Restart=on-failure does not restart.
+            ep.ready = False
+            ctx.print(
+                f"ERROR Engine core died: RayWorkerWrapper on {', '.join(lost)}: The actor died unexpectedly before"
+                f" finishing this task. {SIM}"
+            )
+            ctx.print(f"INFO:     Shutting down\nINFO:     Application shutdown complete. {SIM}")
+            return 0
+        await asyncio.sleep(0.1)
+    await asyncio.Event().wait()
+    return 0
 
 
-async def _ray_group(ctx: Ctx, env: dict[str, str], world_size: int) -> None:
+async def _ray_group(ctx: Ctx, env: dict[str, str], world_size: int) -> dict[str, st.Proc]:
+    """Wait for the placement group's GPUs; the raylet of every node it placed workers on, by host."""
     w = st.world(ctx.host)
     address = env.get("RAY_ADDRESS") or next(
         (a for a, h in w.ray.items() if h.proc.host is ctx.host and h.proc.alive()), ""
@@ -246,10 +264,14 @@ async def _ray_group(ctx: Ctx, env: dict[str, str], world_size: int) -> None:
                 f" (nodes: {', '.join(head.live_nodes()) or 'none'}). See `ray status`. {SIM}"
             )
         await asyncio.sleep(0.1)
+    copied = st.carried_over(ctx.host, env)
+    if copied:
+        ctx.print(f"INFO Copying the following environment variables to workers: {sorted(copied)} {SIM}")
     for name, (raylet, ip, _) in head.live_nodes().items():
-        problems = st.fabric_errors(raylet.host, raylet.env, raylet.memlock, vllm=True)
+        problems = st.fabric_errors(raylet.host, {**raylet.env, **copied}, raylet.memlock, vllm=True)
         if problems:
             raise CommandFailed("\n".join(f"(RayWorkerWrapper ip={ip}, {name}) {p}" for p in problems))
+    return {name: node[0] for name, node in head.live_nodes().items()}
 
 
 async def _rendezvous(ctx: Ctx, proc: st.Proc, address: str, rank: int, nnodes: int) -> None:
@@ -260,4 +282,27 @@ async def _rendezvous(ctx: Ctx, proc: st.Proc, address: str, rank: int, nnodes: 
         if time.monotonic() > deadline:
             missing = sorted(set(range(nnodes)) - set(group.live()))
             raise CommandFailed(f"torch.distributed: timed out waiting for node rank(s) {missing} at {address} {SIM}")
+        await asyncio.sleep(0.1)
+
+
+async def wait_for_gpus(ctx: Ctx, args: list[str]) -> int:
+    """assets/inference/ray-wait-gpus.py GPUS TIMEOUT: poll the Ray cluster at RAY_ADDRESS until its live nodes hold
+    GPUS GPUs (exit 0) or TIMEOUT simulated seconds pass (exit 1), printing what the real script prints."""
+    _, _, env, _ = st.unit_context(ctx)
+    need, timeout = int(args[0]), float(args[1])
+    deadline = time.monotonic() + timeout * ctx.host.time_scale
+    address = env.get("RAY_ADDRESS", "")
+    have = 0
+    while True:
+        head = st.world(ctx.host).ray.get(address)
+        have = sum(n[2] for n in head.live_nodes().values()) if head is not None else 0
+        if have >= need:
+            ctx.print(f"roce-wizard: the Ray cluster has {have} GPUs (this group needs {need}); starting the engine")
+            return 0
+        if time.monotonic() >= deadline:
+            ctx.eprint(
+                f"roce-wizard: after {timeout:g} s the Ray cluster has {have} of the {need} GPUs this group needs;"
+                " check roce-wizard-ray.service on the group's other hosts"
+            )
+            return 1
         await asyncio.sleep(0.1)

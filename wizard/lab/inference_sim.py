@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import json
 import posixpath
 import re
 import shlex
@@ -145,13 +146,13 @@ def unit_context(ctx: Ctx) -> tuple[str | None, int, dict[str, str], str]:
     """(unit, pid, environment, LimitMEMLOCK) of the active unit whose ExecStart is this argv, else the shell's."""
     host = ctx.host
     for name, rt in host.units.items():
-        unit = sd.find_unit(host, name) if rt.state == "active" else None
-        line = unit.get("Service", "ExecStart") if unit else ""
+        unit = sd.find_unit(host, name) if rt.state in ("active", "activating") else None
+        lines = unit.all("Service", "ExecStartPre") + [unit.get("Service", "ExecStart")] if unit else []
         try:
-            words = shlex.split(sd.expand(host, unit, line.lstrip("-@+!")).replace("%%", "%")) if unit else []
+            argvs = [shlex.split(sd.expand(host, unit, x.lstrip("-@+!")).replace("%%", "%")) for x in lines]
         except ValueError:
             continue
-        if unit is None or words != ctx.argv:
+        if unit is None or ctx.argv not in argvs:
             continue
         env = dict(ctx.env)
         for path in unit.all("Service", "EnvironmentFile"):
@@ -179,6 +180,27 @@ def parse_env(text: str) -> dict[str, str]:
 
 
 # -- the fabric checks NCCL, Gloo and vLLM would fail on --------------------------------------------------------
+
+
+# vLLM's Ray executor hands its workers the driver's variables with these prefixes (vllm/ray/ray_env.py,
+# get_env_vars_to_copy), never the worker-specific ones, and never those listed in
+# $VLLM_CONFIG_ROOT/ray_non_carry_over_env_vars.json (VLLM_CONFIG_ROOT defaults to ~/.config/vllm).
+COPIED_PREFIXES = ("VLLM_", "LMCACHE_", "NCCL_", "UCX_", "HF_", "HUGGING_FACE_")
+WORKER_SPECIFIC = {"VLLM_HOST_IP", "VLLM_HOST_PORT", "LOCAL_RANK", "CUDA_VISIBLE_DEVICES"}
+
+
+def carried_over(head: SimHost, env: dict[str, str]) -> dict[str, str]:
+    """The head's variables vLLM copies onto every Ray worker, overriding the worker's own."""
+    root = env.get("VLLM_CONFIG_ROOT") or posixpath.join(env.get("XDG_CONFIG_HOME") or "/root/.config", "vllm")
+    try:
+        kept = set(json.loads(head.fs.read_text(f"{root}/ray_non_carry_over_env_vars.json")))
+    except (FsError, ValueError, TypeError):
+        kept = set()  # no file, or not a JSON list: vLLM excludes nothing (it logs a warning for bad JSON)
+    return {
+        k: v
+        for k, v in env.items()
+        if k.startswith(COPIED_PREFIXES) and k not in WORKER_SPECIFIC and k not in kept and k != "__error__"
+    }
 
 
 def host_has_ip(host: SimHost, ip: str) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import posixpath
-import re
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -53,7 +52,9 @@ class Unit:
 
     @property
     def requires(self) -> list[str]:
-        return [t for v in self.all("Unit", "Requires") for t in v.split()]
+        """Requires= and BindsTo= ("similar to Requires=, but stronger": a bound unit that stops takes this one with
+        it, systemd.unit(5)); both start the named units and stop or restart this one with them."""
+        return [t for key in ("Requires", "BindsTo") for v in self.all("Unit", key) for t in v.split()]
 
 
 @dataclass
@@ -210,7 +211,7 @@ def dependents(host: SimHost, name: str) -> list[Unit]:
     return found
 
 
-async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0) -> bool:
+async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0, no_block: bool = False) -> bool:
     """Start (or restart) a unit; oneshot ExecStart lines run as root through the shell, output to the journal."""
     if action == "restart":
         # Restarting a required unit restarts the units that require it (systemd.unit(5), Requires=); they come back
@@ -218,7 +219,7 @@ async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0
         bounced = dependents(host, unit.name)
         for other in bounced:
             await stop(host, other)
-        ok = await start(host, unit, "restart-self", depth)
+        ok = await start(host, unit, "restart-self", depth, no_block)
         for other in bounced:
             await start(host, other, "start", depth + 1)
         return ok
@@ -240,7 +241,7 @@ async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0
     if unit.type == "oneshot":
         status = 0
         for line in unit.all("Service", "ExecStartPre") + unit.all("Service", "ExecStart"):
-            status = await _run_exec(host, unit, line)
+            status = await run_exec(host, unit, line)
             if status != 0 and not line.startswith("-"):
                 break
             status = 0
@@ -256,60 +257,28 @@ async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0
         host.journal_log(unit.name, f"Finished {unit.description}.")
         return True
     rt.state, rt.sub, rt.status = "active", "running", 0
-    if unit.name not in HOOKS and not unit.path.startswith("/lib/"):
-        lines = unit.all("Service", "ExecStart")
-        if lines:
-            task = asyncio.get_running_loop().create_task(_run_simple(host, unit, lines[-1], rt.generation))
-            host.background.add(task)
-            task.add_done_callback(host.background.discard)
-    host.journal_log(unit.name, f"Started {unit.description}.")
+    lines = unit.all("Service", "ExecStart") if unit.name not in HOOKS and not unit.path.startswith("/lib/") else []
+    pre = bool(lines and unit.all("Service", "ExecStartPre"))
+    if lines:
+        from wizard.lab.service_main import run_simple  # it calls back into this module
+
+        if pre:
+            rt.state, rt.sub = "activating", "start-pre"
+        started = asyncio.Event()
+        task = asyncio.get_running_loop().create_task(run_simple(host, unit, lines[-1], rt.generation, started))
+        host.background.add(task)
+        task.add_done_callback(host.background.discard)
+        if pre and not no_block:
+            # The start job of a Type=simple service ends once ExecStartPre= is done and the main process runs
+            # (systemd.service(5), Type=simple); `systemctl --no-block` does not wait for it (systemctl(1)).
+            await started.wait()
+            return runtime(host, unit.name).state == "active"
+    if not pre:
+        host.journal_log(unit.name, f"Started {unit.description}.")
     return True
 
 
-def _seconds(text: str, default: float) -> float:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|sec|min|m)?\s*", text or "")
-    if not m:
-        return default
-    return float(m.group(1)) * {"ms": 0.001, "min": 60.0, "m": 60.0}.get(m.group(2) or "s", 1.0)
-
-
-async def _run_simple(host: SimHost, unit: Unit, line: str, generation: int) -> None:
-    """A long-running service's main process; Restart= brings it back like systemd (StartLimitBurst=5/10s)."""
-    policy = unit.get("Service", "Restart", "no")
-    delay = _seconds(unit.get("Service", "RestartSec"), 0.1)
-    starts: list[float] = [0.0]  # simulated seconds of each start
-    now = 0.0
-    while True:
-        status = await _run_exec(host, unit, line)
-        rt = runtime(host, unit.name)
-        if rt.generation != generation:
-            return  # stopped or restarted meanwhile
-        again = policy == "always" or (policy in ("on-failure", "on-abnormal", "on-abort") and status != 0)
-        now += delay
-        recent = [t for t in starts if now - t < 10.0]
-        if not again or len(recent) >= 5:
-            if status == 0:
-                rt.state, rt.sub, rt.status = "inactive", "dead", 0
-            else:
-                rt.state, rt.sub, rt.status = "failed", "failed", status
-                host.journal_log(unit.name, f"{unit.name}: Main process exited, code=exited, status={status}/FAILURE")
-                if again:
-                    host.journal_log(unit.name, f"{unit.name}: Start request repeated too quickly.")
-                host.journal_log(unit.name, f"{unit.name}: Failed with result 'exit-code'.")
-            return
-        host.journal_log(unit.name, f"{unit.name}: Main process exited, code=exited, status={status}/FAILURE")
-        rt.state, rt.sub = "activating", "auto-restart"
-        await asyncio.sleep(delay * host.time_scale)
-        if rt.generation != generation:
-            return
-        starts.append(now)
-        host.journal_log(unit.name, f"{unit.name}: Scheduled restart job, restart counter is at {len(starts) - 1}.")
-        host.pid_hint += 17
-        rt.state, rt.sub, rt.pid, rt.since = "active", "running", host.pid_hint, time.time()
-        host.journal_log(unit.name, f"Started {unit.description}.")
-
-
-async def _run_exec(host: SimHost, unit: Unit, line: str) -> int:
+async def run_exec(host: SimHost, unit: Unit, line: str) -> int:
     cmd = expand(host, unit, line.lstrip("-@+!"))
     cmd = cmd.replace("%b", "0" * 32).replace("%H", host.hostname).replace("%n", unit.name).replace("%%", "%")
     ident = posixpath.basename(cmd.split()[0]) if cmd.split() else unit.name

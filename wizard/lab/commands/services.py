@@ -129,7 +129,7 @@ async def _change(ctx: Ctx, verb: str, names: list[str], flags: list[str]) -> in
                 raise CommandFailed(f"Failed to {verb} {name}: Unit {name} is masked.")
             if verb == "try-restart" and sd.runtime(host, name).state != "active":
                 continue
-            ok = await sd.start(host, unit, "restart" if verb != "start" else "start")
+            ok = await sd.start(host, unit, "restart" if verb != "start" else "start", no_block="--no-block" in flags)
             if not ok and sd.runtime(host, name).state != "failed":
                 ctx.eprint(f"A dependency job for {name} failed. See 'journalctl -xe' for details.")
                 status = 1
