@@ -11,6 +11,8 @@ from typing import Any
 from steps.inference.units import KEY_HEADER
 from wizard.answers.sections import InferenceSection
 from wizard.executors.base import Executor
+from wizard.parsers import ParseError, parse
+from wizard.parsers.nccl import log_host
 
 PROMPT = "Explain in one paragraph why RoCE v2 needs a lossless priority (PFC) or ECN on the fabric."
 SIMULATED_FINGERPRINT = "roce-wizard-simulated"
@@ -139,3 +141,58 @@ async def run_probe(executor: Executor, cfg: InferenceSection) -> dict[str, Any]
     summary = summarize(results, waves)
     summary.update(concurrency=cfg.probe_concurrency, max_tokens=cfg.probe_max_tokens)
     return summary
+
+
+def engine_journal_argv(unit: str) -> list[str]:
+    return ["journalctl", "-u", unit, "--no-pager", "-o", "cat", "-n", "5000"]
+
+
+def since_last_start(text: str) -> str:
+    """The journal lines written since the unit's last start (systemd's "Started ..." line), where NCCL's init
+    lines of the running engine are."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Started ")]
+    return "\n".join(lines[starts[-1] + 1 :] if starts else lines)
+
+
+async def engine_nccl(executor: Executor, unit: str) -> dict[str, Any]:
+    """The engine's own NCCL as its init lines tell it, host by host (Ray workers print into the head's journal):
+    version, transport and the devices or sockets used. The group runs on RDMA only if every host does."""
+    result = await executor.run(engine_journal_argv(unit), sudo=True)
+    if not result.ok:
+        return {"read": False, "error": result.first_error_line()}
+    by_host: dict[str, list[str]] = {}
+    for line in since_last_start(result.stdout).splitlines():
+        host = log_host(line)
+        if host is not None:
+            by_host.setdefault(host, []).append(line)
+    hosts: dict[str, dict[str, Any]] = {}
+    for host, lines in by_host.items():
+        try:
+            found = parse("nccl_debug", "\n".join(lines))
+        except ParseError:
+            continue
+        hosts[host] = {
+            "version": found.version,
+            "transport": found.transport,
+            "ib_ports": [f"{p.device}:{p.port}/{p.link_layer}" for p in found.ib_ports],
+            "socket_interfaces": found.socket_interfaces,
+            "ib_no_device": found.ib_no_device,
+            "gid_index": found.env.get("NCCL_IB_GID_INDEX"),
+        }
+    if not hosts:
+        return {"read": True, "lines": False}
+    first = next(iter(hosts.values()))
+    socket = {h: v for h, v in hosts.items() if v["transport"] != "IB"}
+    return {
+        "read": True,
+        "lines": True,
+        "version": first["version"],
+        "transport": "Socket" if socket else "IB",
+        "socket_hosts": sorted(socket),
+        "ib_ports": first["ib_ports"],
+        "socket_interfaces": [i for v in socket.values() for i in v["socket_interfaces"]],
+        "ib_no_device": any(v["ib_no_device"] for v in socket.values()),
+        "gid_index": first["gid_index"],
+        "hosts": sorted(hosts),
+    }

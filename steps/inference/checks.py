@@ -4,9 +4,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.inference.layout import Layout
+from steps.inference.layout import Layout, Node
 from steps.inference.plan import desired_files, serving_units, token_in_sync
-from steps.inference.units import ENV_PATH, KEY_ENV, KEY_HEADER, LOCK_PATH, TOKEN_PATH, package_problems, uses_ray
+from steps.inference.units import (
+    ENGINE_UNIT,
+    ENV_PATH,
+    KEY_ENV,
+    KEY_HEADER,
+    LOCK_PATH,
+    TOKEN_PATH,
+    package_problems,
+    uses_ray,
+    version_tuple,
+)
+from steps.nccl.conf import GID_AUTO_SINCE
 from wizard.engine.step import CheckItem, ClusterView
 
 
@@ -136,10 +147,64 @@ def _service_items(view: ClusterView, layout: Layout, host: str) -> list[CheckIt
             + (f" (serving group of {len(layout.members(node))} nodes, head {head.host})" if host != head.host else ""),
         )
     ]
+    if host == head.host and cluster.get("nccl") is not None:
+        torch = ((view.stage_facts(host, "inference") or {}).get("packages") or {}).get("torch")
+        items.append(engine_nccl_item(layout, node, cluster["nccl"], torch))
     probe = cluster.get("probe")
     if host == head.host and probe is not None:
         items.append(_probe_item(cfg.model, probe))
     return items
+
+
+def engine_nccl_item(layout: Layout, node: Node, nccl: dict[str, Any], torch: str | None) -> CheckItem:
+    """The NCCL the engine itself loaded (its torch's bundled copy): version and transport from its init lines."""
+    members = layout.members(node)
+    spans = len(members) > 1
+    where = f"{node.host} (replica {node.group + 1})" if layout.replicas else node.host
+    bundled = f" (bundled with torch {torch})" if torch else ""
+    fix_log = f"on {node.host}: journalctl -u {ENGINE_UNIT} -b | grep NCCL"
+
+    def item(status: str, evidence: str, fix: str | None = None) -> CheckItem:
+        return CheckItem(id="engine_nccl", title="the engine's NCCL and transport", status=status,  # type: ignore[arg-type]
+                         evidence=evidence, fix=fix)  # fmt: skip
+
+    if not nccl.get("read"):
+        return item("warn", f"could not read the engine's journal on {where}: {nccl.get('error')}", fix_log)
+    if not nccl.get("lines"):
+        return item(
+            "fail" if spans else "warn",
+            f"{where}: no NCCL init lines in the engine's journal since its last start, so the transport between"
+            " nodes is unproven",
+            f"the unit sets NCCL_DEBUG=INFO; check that nothing overrides it ({fix_log})",
+        )
+    version = nccl.get("version") or "?"
+    if not spans:
+        return item("pass", f"NCCL {version}{bundled} on {where}; one node per replica, so no NCCL traffic crosses"
+                            " the fabric")  # fmt: skip
+    if nccl.get("transport") != "IB":
+        sockets = ", ".join(nccl.get("socket_interfaces") or []) or "?"
+        return item(
+            "fail",
+            f"{where}: the engine's NCCL {version}{bundled} runs over TCP sockets on"
+            f" {', '.join(nccl.get('socket_hosts') or []) or '?'} (NET/Socket on {sockets}"
+            + (", after NET/IB : No device found" if nccl.get("ib_no_device") else "")
+            + f") between the {len(members)} nodes of its group: /health and the probe pass, at a fraction of the"
+            " RDMA bandwidth",
+            f"the engine's NCCL found no usable RDMA device: {fix_log}; check that libibverbs and the mlx5 provider"
+            " load in the venv, NCCL_IB_DISABLE is unset and NCCL_IB_HCA names live ports, then re-run the stage",
+        )
+    if version_tuple(version) < GID_AUTO_SINCE and nccl.get("gid_index") is None:
+        return item(
+            "fail",
+            f"{where}: the engine's NCCL {version}{bundled} predates 2.21 and, with NCCL_IB_GID_INDEX unset, uses"
+            " GID index 0: RoCE v1 with no DSCP, so its traffic misses the lossless priority",
+            "pin inference.engine_version to a release built on torch >= 2.5 (NCCL >= 2.21 picks the RoCE v2 GID"
+            " itself), or set NCCL_IB_GID_INDEX to the RoCE v2 IPv4 index (show_gids) in the NCCL config, and re-run",
+        )
+    pinned = f", NCCL_IB_GID_INDEX={nccl['gid_index']}" if nccl.get("gid_index") is not None else ""
+    hosts = ", ".join(nccl.get("hosts") or [])
+    return item("pass", f"NCCL {version}{bundled} over NET/IB on {where} ({hosts} printed it):"
+                        f" {' '.join(nccl.get('ib_ports') or [])}{pinned}")  # fmt: skip
 
 
 def _probe_item(model: str, probe: dict[str, Any]) -> CheckItem:

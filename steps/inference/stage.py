@@ -195,6 +195,7 @@ class Inference(Step):
         health = await bench.wait_healthy(executors[head.host], cfg, engine, cfg.ready_timeout_s)
         result: dict[str, Any] = {"health": health}
         if health["healthy"]:
+            result["nccl"] = await bench.engine_nccl(executors[head.host], engine)
             result["probe"] = await bench.run_probe(executors[head.host], cfg)
         out = {head.host: result}
         for node in group[1:]:

@@ -258,6 +258,10 @@ def engine_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
     ray = uses_ray(cfg)
     after = [RAY_UNIT] if ray else []
     env = [f"RAY_ADDRESS={node.ip}:{cfg.ray_port}"] if ray else []
+    # The NCCL the engine loads is its torch's bundled one, not the system libnccl2 the nccl stage tested: its init
+    # lines (version, NET/IB or NET/Socket) in the journal are the only proof of what it runs on. INIT,NET limits
+    # them to communicator setup; vLLM hands NCCL_* to its Ray workers, so they print theirs into this journal too.
+    env += ["NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,NET"]
     name = "vLLM" if cfg.engine == "vllm" else "SGLang"
     docs = (
         "https://docs.vllm.ai/en/latest/serving/parallelism_scaling.html"

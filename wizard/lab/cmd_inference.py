@@ -86,8 +86,9 @@ def _install(ctx: Ctx, venv: str, specs: list[str]) -> int:
         _dist(ctx, venv, name, chosen)
         done.append(f"{name}-{chosen}")
         if name in ("vllm", "sglang"):
-            _dist(ctx, venv, "torch", st.LATEST["torch"])
-            done.append(f"torch-{st.LATEST['torch']}")
+            torch = st.torch_for(name, chosen)
+            _dist(ctx, venv, "torch", torch)
+            done.append(f"torch-{torch}")
     ctx.print(f"Successfully installed {' '.join(done)}  # simulated download")
     return 0
 

@@ -207,6 +207,15 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
         placed = await _ray_group(ctx, env, tp * pp)
     elif nnodes > 1:
         await _rendezvous(ctx, proc, rendezvous, rank, nnodes)
+    torch = st.installed(ctx.host, st.venv_of(ctx)).get("torch", st.LATEST["torch"])
+    for line in st.nccl_init_lines(ctx.host, env, torch, proc.pid):
+        ctx.print(line)
+    copied = st.carried_over(ctx.host, env) if backend == "ray" else {}
+    for raylet in placed.values():
+        if raylet.host is not ctx.host:
+            worker_env = {**raylet.env, **copied, "NCCL_DEBUG": env.get("NCCL_DEBUG", "")}
+            for line in st.nccl_init_lines(raylet.host, worker_env, torch, raylet.pid + 40):
+                ctx.print(f"(RayWorkerWrapper pid={raylet.pid + 40}, ip={raylet.host.mgmt.ip}) {line}")
     oom = st.out_of_memory(ctx.host, model, tp * pp, util)
     if oom:
         raise CommandFailed(oom)

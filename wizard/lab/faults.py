@@ -36,6 +36,7 @@ FAULT_KINDS: dict[str, bool | None] = {
     "motd": None,
     "missing": True,
     "hang": None,
+    "engine_socket": False,
 }
 
 FAULT_HELP = {
@@ -78,6 +79,8 @@ FAULT_HELP = {
     "missing": "missing=TOOL       TOOL is on no PATH (command not found, exit 127)",
     "hang": "hang[=TEXT]        the first command containing TEXT (default 'apt-get install') hangs until its SSH\n"
     "                   client signals it (wizard/lab/hang.py)",
+    "engine_socket": "engine_socket      the inference engine's bundled NCCL finds no RDMA device (NET/IB : No device\n"
+    "                   found) and carries its traffic over TCP sockets; /health still answers",
 }
 
 

@@ -102,6 +102,55 @@ def version_tuple(text: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text.split("+")[0])[:3])
 
 
+# The NCCL each PyTorch release bundles (its nvidia-nccl-cu12 pin on PyPI): torch 2.4 -> 2.20.5 ... 2.9 -> 2.27.5.
+TORCH_NCCL = {
+    (2, 4): "2.20.5",
+    (2, 5): "2.21.5",
+    (2, 6): "2.21.5",
+    (2, 7): "2.26.2",
+    (2, 8): "2.27.3",
+    (2, 9): "2.27.5",
+}
+# vLLM 0.6.0-0.6.3 pinned torch==2.4.0; 0.6.4 moved to 2.5.1 (vLLM requirements-cuda.txt of those tags).
+OLD_VLLM_TORCH = ((0, 6, 4), "2.4.0")
+
+
+def torch_for(engine: str, version: str) -> str:
+    """The torch release pip brings in with this engine release."""
+    if engine == "vllm" and version_tuple(version) < OLD_VLLM_TORCH[0]:
+        return OLD_VLLM_TORCH[1]
+    return LATEST["torch"]
+
+
+def nccl_init_lines(host: SimHost, env: dict[str, str], torch: str, pid: int) -> list[str]:
+    """What the engine's NCCL prints at communicator init under NCCL_DEBUG=INFO, NCCL_DEBUG_SUBSYS=INIT,NET
+    (formats of NCCL 2.21+ init.cc, net_ib.cc, net_socket.cc; empty when NCCL_DEBUG is not INFO)."""
+    if env.get("NCCL_DEBUG", "").upper() != "INFO":
+        return []
+    version = TORCH_NCCL.get(version_tuple(torch)[:2], "2.27.5")
+    prefix = f"{host.hostname}:{pid}:{pid + 3} [0] NCCL INFO"
+    ifname = _ifnames(env.get("NCCL_SOCKET_IFNAME", "eno1"))[0]
+    dev = host.netdevs.get(ifname)
+    oob = f"{ifname}:{dev.ipv4[0].ip if dev and dev.ipv4 else '0.0.0.0'}<0>"
+    lines = [
+        f"{prefix} Bootstrap : Using {oob}",
+        f"{prefix} cudaDriverVersion 12040",
+        f"NCCL version {version}+cuda12.4",
+    ]
+    lines[-1] = f"{prefix} {lines[-1]}"
+    lines += [f"{prefix} {k} set by environment to {v}" for k, v in sorted(env.items()) if k == "NCCL_IB_GID_INDEX"]
+    if host.fault("engine_socket"):
+        lines += [
+            f"{prefix} NET/IB : No device found.",
+            f"{prefix} NET/Socket : Using [0]{oob}",
+            f"{prefix} Using network Socket",
+        ]
+        return lines
+    hcas = _ifnames(env.get("NCCL_IB_HCA", ""))
+    using = " ".join(f"[{i}]{h if ':' in h else h + ':1'}/RoCE" for i, h in enumerate(hcas))
+    return lines + [f"{prefix} NET/IB : Using {using} [RO]; OOB {oob}", f"{prefix} Using network IB"]
+
+
 def world(host: SimHost) -> World:
     owner = host.lab if host.lab is not None else host
     return owner.__dict__.setdefault("_inference_world", World())
