@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from steps.inference.builds import Build, choose_build
 from steps.inference.layout import Layout, Node
 from steps.inference.units import (
     ENGINE_UNIT,
@@ -28,8 +29,6 @@ from steps.inference.units import (
 from wizard.engine.step import Change, ClusterView, FileWrite, HostPlan, Impact, RemoteCommand
 
 STALE_S = 600  # a peer probed this much earlier than this host was not probed in this run
-CUDA13_DRIVER = 580  # CUDA 13.0 needs driver >= 580; SGLang 0.5.19 was the last release with CUDA 12 wheels
-SGLANG_LAST_CUDA12 = (0, 5, 19)
 
 
 def serving_units(view: ClusterView, layout: Layout, host: str) -> list[str]:
@@ -77,22 +76,10 @@ def _stop_stale(facts: dict[str, Any], wanted: list[str]) -> Change | None:
     )
 
 
-def _driver_rules(view: ClusterView, node: Node, plan: HostPlan) -> None:
-    cfg = view.answers.inference
-    major = version_tuple(node.gpu_driver)[:1]
-    if not major or major[0] >= CUDA13_DRIVER:
-        return
-    pinned = version_tuple(cfg.engine_version) if cfg.engine_version else None
-    if cfg.engine == "sglang" and (pinned is None or pinned > SGLANG_LAST_CUDA12):
-        plan.blockers.append(
-            f"{node.host}: SGLang after 0.5.19 ships only CUDA 13 wheels, which need NVIDIA driver >= {CUDA13_DRIVER};"
-            f" this host runs {node.gpu_driver}. Fix: set inference.engine_version: 0.5.19, or upgrade the driver"
-        )
-    elif cfg.engine == "vllm" and pinned is None:
-        plan.notes.append(
-            f"{node.host} runs NVIDIA driver {node.gpu_driver}: wheels built for CUDA 13 need >= {CUDA13_DRIVER};"
-            " if the latest vLLM wheel is one of them, pin inference.engine_version to a CUDA 12 build"
-        )
+def engine_build(view: ClusterView, node: Node) -> Build:
+    facts = view.stage_facts(node.host, "inference") or {}
+    installed = (facts.get("packages") or {}).get(view.answers.inference.engine)
+    return choose_build(view.answers.inference, node.host, node.gpu_driver, facts.get("latest"), installed)
 
 
 def _absent_peers(view: ClusterView, layout: Layout, host: str, facts: dict[str, Any]) -> list[str]:
@@ -125,7 +112,9 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
     node = layout.node(host)
     if plan.blockers or node is None:
         return plan
-    _driver_rules(view, node, plan)
+    build = engine_build(view, node)
+    if build.blocker:
+        plan.blockers.append(build.blocker)
     python = facts.get("python")
     if python and version_tuple(python) < (3, 10):
         plan.blockers.append(
@@ -162,13 +151,13 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
                 ],
             )
         )
-    missing = package_problems(cfg, facts.get("packages") or {}) if python else [f"new venv {cfg.venv}"]
+    missing = package_problems(cfg, facts.get("packages") or {}, build) if python else [f"new venv {cfg.venv}"]
     if missing:
         changes.append(
             Change(
-                summary=f"pip install {cfg.engine}{' and Ray >= 2.52' if uses_ray(cfg) else ''} into {cfg.venv}",
-                why="; ".join(missing),
-                commands=[RemoteCommand(argv=argv, timeout_s=3600) for argv in install_commands(cfg)],
+                summary=f"pip install {build.spec}{' and Ray >= 2.52' if uses_ray(cfg) else ''} into {cfg.venv}",
+                why="; ".join([*missing, build.why]),
+                commands=[RemoteCommand(argv=argv, timeout_s=3600) for argv in install_commands(cfg, build)],
             )
         )
     files = [

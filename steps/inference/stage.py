@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from steps.inference import bench
+from steps.inference.builds import PYPI_JSON, parse_index_versions
 from steps.inference.checks import host_checks, version_consistency
 from steps.inference.choice import endpoint, gpu_topology
 from steps.inference.fabric import LIVE_READS, read_live
@@ -51,6 +52,15 @@ def pip_list(cfg: InferenceSection) -> list[str]:
     return [venv_bin(cfg, "python"), "-m", "pip", "list", "--format=json", "--disable-pip-version-check"]
 
 
+def index_versions(cfg: InferenceSection) -> list[str]:
+    mirror = ["--index-url", cfg.index_url] if cfg.index_url else []
+    return [venv_bin(cfg, "python"), "-m", "pip", "index", "versions", "vllm", *mirror, "--disable-pip-version-check"]
+
+
+def pypi_latest() -> list[str]:
+    return ["curl", "-sSf", "--max-time", "20", PYPI_JSON.format(name="vllm")]
+
+
 def key_mode(path: str) -> list[str]:
     return ["stat", "-c", "%a %U", path]
 
@@ -78,6 +88,8 @@ class Inference(Step):
 
     dependent_probes: ClassVar[dict[str, str]] = {
         "* -m pip list *": "the venv's packages, only when its python answered --version in this read",
+        "* -m pip index versions *": "the newest vLLM release, only when the venv lacks vLLM and no release is pinned",
+        "curl -sSf --max-time 20 https://pypi.org/*": "the newest vLLM release, only before the venv exists",
         "journalctl -u *": "the journal of a unit this read found failed or activating",
     }
 
@@ -104,6 +116,12 @@ class Inference(Step):
             facts["python"] = match.group(1)
             listing = await ex.run(pip_list(cfg))
             facts["packages"] = parse_pip_list(listing.stdout) if listing.ok else {}
+        if cfg.engine == "vllm" and cfg.engine_version is None and "vllm" not in facts["packages"]:
+            # The newest release, in case this host's driver needs it pinned as its CUDA 12 build: pip asks the
+            # index the venv will install from; before the venv exists, PyPI's JSON API (read-only, over HTTPS).
+            query = index_versions(cfg) if facts["python"] else pypi_latest() if not cfg.index_url else None
+            found = await ex.run(query) if query else None
+            facts["latest"] = parse_index_versions(found.stdout) if found is not None and found.ok else None
         facts["rdma"] = await read_live(ex)
         for path in FILES:
             text = await ex.read_file(path, sudo=True)

@@ -6,6 +6,7 @@ import json
 import posixpath
 import re
 
+from steps.inference.builds import Build
 from steps.inference.layout import Layout, Node
 from steps.roce.facts import QOS_UNIT  # DSCP trust, PFC, ECN and RDMA-CM ToS, set by stage roce
 from wizard.answers.model import Answers
@@ -288,21 +289,20 @@ def engine_unit(answers: Answers, layout: Layout, node: Node) -> str | None:
     )
 
 
-def install_commands(cfg: InferenceSection) -> list[list[str]]:
-    """pip into the operator's venv (never conda): the engine, plus Ray >= 2.52 for vLLM's Ray backend."""
+def install_commands(cfg: InferenceSection, build: Build) -> list[list[str]]:
+    """pip into the operator's venv (never conda): the engine build the driver runs, plus Ray for vLLM on Ray."""
     python = venv_bin(cfg, "python")
-    pin = f"=={cfg.engine_version}" if cfg.engine_version else ""
+    assert build.spec is not None
     if cfg.engine == "sglang":
         # SGLang documents uv; some of its dependencies are published only as pre-releases.
-        return [
-            [python, "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", "pip", "uv"],
-            [venv_bin(cfg, "uv"), "pip", "install", "--python", python, "--prerelease=allow", f"sglang{pin}"],
-        ]
-    packages = [f"vllm{pin}"] + ([RAY_SPEC] if uses_ray(cfg) else [])
-    return [[python, "-m", "pip", "install", "--disable-pip-version-check", *packages]]
+        pip = [python, "-m", "pip", "install", "--disable-pip-version-check", *build.index_args]
+        uv = [venv_bin(cfg, "uv"), "pip", "install", "--python", python, *build.index_args, "--prerelease=allow"]
+        return [[*pip, "--upgrade", "pip", "uv"], [*uv, build.spec]]
+    packages = [build.spec] + ([RAY_SPEC] if uses_ray(cfg) else [])
+    return [[python, "-m", "pip", "install", "--disable-pip-version-check", *build.index_args, *packages]]
 
 
-def package_problems(cfg: InferenceSection, packages: dict[str, str]) -> list[str]:
+def package_problems(cfg: InferenceSection, packages: dict[str, str], build: Build | None = None) -> list[str]:
     """What the venv lacks compared with the answers (empty when nothing needs installing)."""
     problems = []
     have = packages.get(cfg.engine)
@@ -310,6 +310,8 @@ def package_problems(cfg: InferenceSection, packages: dict[str, str]) -> list[st
         problems.append(f"{cfg.engine} is not installed in {cfg.venv}")
     elif cfg.engine_version and version_tuple(have) != version_tuple(cfg.engine_version):
         problems.append(f"{cfg.engine} {have} is installed, the answers pin {cfg.engine_version}")
+    elif build is not None and build.spec and "+" in build.spec and not have.endswith("+" + build.spec.split("+")[1]):
+        problems.append(f"{cfg.engine} {have} is installed, this host's driver needs the {build.spec} build")
     if uses_ray(cfg):
         ray = packages.get("ray")
         if ray is None:

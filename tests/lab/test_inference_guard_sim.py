@@ -34,7 +34,7 @@ async def lab() -> AsyncIterator[Lab]:
         for j, p in enumerate(host.profile.ports)
     ]
     assert (await host.run(" && ".join(steps))).status == 0
-    await install(host, "vllm")
+    await install(host, "vllm==0.11.0")  # a CUDA 12 wheel: the reference hosts run driver 550
     host.fs.install(ENV_FILE, env(host, token=False))
     yield lab
     await lab.stop()

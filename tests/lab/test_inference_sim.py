@@ -81,7 +81,7 @@ async def settle(host: SimHost, name: str, seconds: float = 3.0) -> str:
 async def ray_cluster(lab: Lab, token2: str = "t0ken") -> None:
     head, worker = lab.host("server1"), lab.host("server2")
     for host, token in ((head, "t0ken"), (worker, token2)):
-        await install(host, "vllm", "ray[cgraph]>=2.52")
+        await install(host, "vllm==0.11.0", "ray[cgraph]>=2.52")  # CUDA 12 wheels: driver 550 runs them
         host.fs.install(ENV_FILE, env(host))
         host.fs.install(TOKEN, token + "\n", 0o600)
     await start(
@@ -167,7 +167,7 @@ async def test_a_worker_raylet_without_unlimited_memlock_fails_the_engine_naming
 
 async def test_the_seed_runbook_flags_are_rejected_like_vllms_argparse(lab: Lab) -> None:
     host = lab.host("server1")
-    await install(host, "vllm")
+    await install(host, "vllm==0.11.0")
     status, _, err = await sh(host, f"{VENV}/bin/vllm serve x/y --engine-use-ray --ray-address auto")
     assert status == 2 and "unrecognized arguments: --engine-use-ray --ray-address auto" in err
 
@@ -204,3 +204,29 @@ async def test_vllm_gives_workers_the_heads_nccl_variables_unless_the_non_carry_
             break
         await asyncio.sleep(0.1)
     assert (await sh(head, "curl -sf http://127.0.0.1:8000/health"))[0] == 0
+
+
+async def test_the_latest_vllm_wheel_dies_at_cuda_init_on_driver_550_and_its_cu129_build_serves(lab: Lab) -> None:
+    """vLLM's PyPI wheels are CUDA 13 builds (driver >= 580); its +cu129 build comes from wheels.vllm.ai with
+    PyTorch's cu129 build, and needs the version named (PyPI hosts no local versions)."""
+    host = lab.host("server1")
+    await install(host, "vllm")  # the newest release from PyPI
+    host.fs.install(ENV_FILE, env(host, token=False))
+    single = SERVE.replace("--pipeline-parallel-size 2", "--pipeline-parallel-size 1").replace("ray", "mp")
+    await start(host, "vllm.service", unit("vllm", single))
+    assert await settle(host, "vllm.service") == "failed"
+    journal = (await sh(host, "journalctl -u vllm.service --no-pager"))[1]
+    assert "The NVIDIA driver on your system is too old (found version 12040)" in journal
+    pip = f"{VENV}/bin/python -m pip install"
+    refused = await sh(host, f"{pip} vllm==0.33.0+cu129")
+    assert refused[0] == 1 and "No matching distribution found for vllm==0.33.0+cu129" in refused[2]
+    indexes = (
+        "--extra-index-url https://wheels.vllm.ai/0.33.0/cu129 --extra-index-url https://download.pytorch.org/whl/cu129"
+    )
+    assert (await sh(host, f"{pip} {indexes} vllm==0.33.0+cu129"))[0] == 0
+    await start(host, "vllm.service", unit("vllm", single))
+    for _ in range(40):
+        if (await sh(host, "curl -sf http://127.0.0.1:8000/health"))[0] == 0:
+            break
+        await asyncio.sleep(0.1)
+    assert (await sh(host, "curl -sf http://127.0.0.1:8000/health"))[0] == 0

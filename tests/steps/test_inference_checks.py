@@ -202,7 +202,17 @@ async def test_the_probe_reads_only_a_hash_of_the_ray_token() -> None:
     assert not any(TOKEN_PATH in argv and argv[0] not in ("sha256sum", "stat") for argv in ex.argvs)
     assert facts["ray_token_sha256"] is None and "ray_token" not in json.dumps(facts).replace("ray_token_sha256", "")
     assert facts["units"][ENGINE_UNIT] == {"active": "inactive", "enabled": "not-found"}
-    readers = {"/opt/roce-wizard/venv/bin/python", "cat", "sha256sum", "systemctl", "rdma", "grep", "ip", "stat"}
+    readers = {
+        "/opt/roce-wizard/venv/bin/python",
+        "cat",
+        "sha256sum",
+        "systemctl",
+        "rdma",
+        "grep",
+        "ip",
+        "stat",
+        "curl",
+    }
     readers.add("nvidia-smi")  # `nvidia-smi topo -m`: NVLink or PCIe, and which NUMA node each GPU sits on
     assert {argv[0] for argv in ex.argvs} <= readers
 

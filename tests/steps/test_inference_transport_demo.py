@@ -19,7 +19,7 @@ async def test_a_spanning_group_reports_the_engines_nccl_over_roce(answers: Answ
         code, records, _ = await run(lab, answers, tmp_path)
         assert code == 0, {h: r.reason for h, r in records.items()}
         verdict = check(records["server1"], "engine_nccl")
-        assert verdict.startswith("pass: NCCL 2.27.5 (bundled with torch 2.9.1) over NET/IB on server1")
+        assert verdict.startswith("pass: NCCL 2.27.5 (bundled with torch 2.9.1+cu129) over NET/IB on server1")
         assert "(server1, server2 printed it)" in verdict  # the Ray worker's lines reach the head's journal
         assert "rocep59s0f0:1/RoCE" in verdict
 
@@ -33,7 +33,9 @@ async def test_a_socket_fallback_fails_the_stage_although_health_passes(answers:
         ]
         assert check(records["server1"], "health").startswith("pass")
         verdict = check(records["server1"], "engine_nccl")
-        assert verdict.startswith("fail: server1: the engine's NCCL 2.27.5 (bundled with torch 2.9.1) runs over TCP")
+        assert verdict.startswith(
+            "fail: server1: the engine's NCCL 2.27.5 (bundled with torch 2.9.1+cu129) runs over TCP"
+        )
         assert "sockets on server1 (NET/Socket" in verdict
         assert "NET/Socket on eno1:10.0.0.11, after NET/IB : No device found" in verdict
 

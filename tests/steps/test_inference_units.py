@@ -262,6 +262,7 @@ def test_conda_is_never_used_only_a_venv_and_pip() -> None:
     text = _everything()
     assert "conda" not in text
     assert (
-        "sudo /opt/roce-wizard/venv/bin/python -m pip install --disable-pip-version-check vllm 'ray[cgraph]>=2.52'"
-        in text
+        "sudo /opt/roce-wizard/venv/bin/python -m pip install --disable-pip-version-check --extra-index-url"
+        " https://wheels.vllm.ai/0.33.0/cu129 --extra-index-url https://download.pytorch.org/whl/cu129"
+        " vllm==0.33.0+cu129 'ray[cgraph]>=2.52'" in text
     )

@@ -291,8 +291,11 @@ class InferenceSection(Section):
     """Maximum context length to serve."""
     venv: str = Field(default="/opt/roce-wizard/venv", pattern=r"^/[^\s]*$")
     """Python venv on every host that vLLM/SGLang (and Ray) are pip-installed into; created when missing."""
-    engine_version: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?(\.post\d+)?$")
-    """Pin the engine release (e.g. 0.11.0) so every host runs the same one. None: latest at install time."""
+    engine_version: str | None = Field(default=None, pattern=r"^\d+\.\d+(\.\d+)?(\.post\d+)?(\+[a-z0-9]+)?$")
+    """Pin the engine release (e.g. 0.11.0, or a CUDA build such as 0.11.0+cu129) so every host runs the same one.
+    None: the newest release, as the build the host's NVIDIA driver runs (CUDA 12.9 below driver 580)."""
+    index_url: str | None = Field(default=None, pattern=r"^https?://\S+$")
+    """A package index (mirror) pip uses instead of PyPI, e.g. an air-gapped devpi or Artifactory."""
     params_billion: float | None = Field(default=None, gt=0, le=10_000)
     """Parameter count in billions, for a model not in the wizard's size table (used to check that it fits)."""
     dtype: Literal["bf16", "fp16", "fp8", "int4"] | None = None

@@ -70,9 +70,32 @@ def _dist(ctx: Ctx, venv: str, name: str, version: str) -> None:
         ctx.fs.install(f"{venv}/bin/{binary}", MARKER + tool.encode() + b"\n", 0o755)
 
 
-def _install(ctx: Ctx, venv: str, specs: list[str]) -> int:
+_VALUED = ("--index-url", "-i", "--extra-index-url", "--python", "-c", "--constraint", "-r", "--requirement")
+
+
+def split_pip_args(args: list[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """pip/uv install arguments -> (requirement specs, {option: values}) for the options that take a value."""
+    specs: list[str] = []
+    opts: dict[str, list[str]] = {}
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        key, eq, value = arg.partition("=")
+        if key in _VALUED:
+            if not eq:
+                i += 1
+                value = args[i] if i < len(args) else ""
+            opts.setdefault(key, []).append(value)
+        elif not arg.startswith("-"):
+            specs.append(arg)
+        i += 1
+    return specs, opts
+
+
+def _install(ctx: Ctx, venv: str, specs: list[str], opts: dict[str, list[str]] | None = None) -> int:
     if not ctx.root and not ctx.fs.exists(venv):
         raise CommandFailed(f"ERROR: Could not install packages due to an OSError: Permission denied: '{venv}'")
+    extra = (opts or {}).get("--extra-index-url", [])
     done = []
     for spec in specs:
         match = _SPEC.match(spec.strip())
@@ -83,10 +106,19 @@ def _install(ctx: Ctx, venv: str, specs: list[str]) -> int:
         chosen = version if op == "==" else st.LATEST.get(name, "1.0.0")
         if op == ">=" and st.version_tuple(chosen) < st.version_tuple(version or "0"):
             raise CommandFailed(f"ERROR: No matching distribution found for {spec}")
+        cuda = chosen.partition("+")[2]
+        # PyPI hosts no local versions: vllm==X+cu129 comes only from https://wheels.vllm.ai/X/cu129 (vLLM docs).
+        if cuda and not any(url.rstrip("/").endswith(f"{chosen.partition('+')[0]}/{cuda}") for url in extra):
+            raise CommandFailed(
+                f"ERROR: Could not find a version that satisfies the requirement {spec}\n"
+                f"ERROR: No matching distribution found for {spec}"
+            )
         _dist(ctx, venv, name, chosen)
         done.append(f"{name}-{chosen}")
         if name in ("vllm", "sglang"):
             torch = st.torch_for(name, chosen)
+            if cuda and any(url.rstrip("/").endswith(f"/whl/{cuda}") for url in extra):
+                torch = f"{torch}+{cuda}"  # PyTorch's own index for that CUDA build
             _dist(ctx, venv, "torch", torch)
             done.append(f"torch-{torch}")
     ctx.print(f"Successfully installed {' '.join(done)}  # simulated download")
@@ -101,9 +133,16 @@ async def venv_python(ctx: Ctx) -> int:
         ctx.print("Python 3.10.12")
         return 0
     if args[:2] == ["-m", "pip"] and len(args) > 2:
-        rest = [a for a in args[3:] if not a.startswith("-")]
+        rest, opts = split_pip_args(args[3:])
         if args[2] == "install":
-            return _install(ctx, venv, rest)
+            return _install(ctx, venv, rest, opts)
+        if args[2:4] == ["index", "versions"] and rest:
+            latest = st.LATEST.get(rest[-1].lower())
+            if latest is None:
+                raise CommandFailed(f"ERROR: No matching distribution found for {rest[-1]}")
+            ctx.print(f"WARNING: pip index is currently an experimental command.\n{rest[-1]} ({latest})")
+            ctx.print(f"Available versions: {latest}, 0.11.0, 0.6.3  # simulated index")
+            return 0
         if args[2] == "list" and "--format=json" in args:
             rows = [{"name": n, "version": v} for n, v in sorted(st.installed(ctx.host, venv).items())]
             ctx.print(json.dumps(rows))
@@ -123,9 +162,9 @@ async def uv(ctx: Ctx) -> int:
     args = list(ctx.args)
     if args[:2] != ["pip", "install"] or "--python" not in args:
         raise CommandFailed(f"uv: only `uv pip install --python PY ...` is simulated {SIM}")
-    python = args[args.index("--python") + 1]
-    specs = [a for a in args[2:] if not a.startswith("-") and a != python]
-    return _install(ctx, python.rsplit("/bin/", 1)[0], specs)
+    specs, opts = split_pip_args(args[2:])
+    python = opts["--python"][-1]
+    return _install(ctx, python.rsplit("/bin/", 1)[0], specs, opts)
 
 
 # -- curl to the simulated API --------------------------------------------------------------------------------------
@@ -133,6 +172,13 @@ async def uv(ctx: Ctx) -> int:
 
 @command("curl")
 async def curl(ctx: Ctx) -> int:
+    pypi = next((a for a in ctx.args if a.startswith("https://pypi.org/pypi/") and a.endswith("/json")), None)
+    if pypi is not None:  # PyPI's JSON API (https://docs.pypi.org/api/json/), trimmed to what clients read
+        name = pypi.split("/")[4].lower()
+        if name not in st.LATEST:
+            raise CommandFailed("curl: (22) The requested URL returned error: 404", 22)
+        ctx.print(json.dumps({"info": {"name": name, "version": st.LATEST[name]}, "simulated": SIM}))
+        return 0
     url = next((a for a in ctx.args if a.startswith(("http://127.0.0.1:", "http://localhost:"))), None)
     if url is None:
         return await _original["curl"](ctx)

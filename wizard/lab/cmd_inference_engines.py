@@ -199,6 +199,9 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
         )
     unit, pid, env, memlock = st.unit_context(ctx)
     proc = st.Proc(ctx.host, unit, pid, env, memlock)
+    too_old = st.cuda_init_error(ctx.host, engine, st.installed(ctx.host, st.venv_of(ctx)))
+    if too_old:
+        raise CommandFailed(too_old)
     errors = st.fabric_errors(ctx.host, env, memlock, vllm=engine == "vllm")
     if errors:
         raise CommandFailed("\n".join(errors))

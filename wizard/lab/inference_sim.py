@@ -151,6 +151,26 @@ def nccl_init_lines(host: SimHost, env: dict[str, str], torch: str, pid: int) ->
     return lines + [f"{prefix} NET/IB : Using {using} [RO]; OOB {oob}", f"{prefix} Using network IB"]
 
 
+# vLLM's PyPI wheels are CUDA 13 builds from 0.24 on (vllm-project/vllm PR #39878), SGLang's after 0.5.19; a torch
+# with a +cu12x local version came from PyTorch's CUDA 12 index.
+CUDA13_SINCE = {"vllm": (0, 24), "sglang": (0, 5, 20)}
+
+
+def cuda_init_error(host: SimHost, engine: str, packages: dict[str, str]) -> str | None:
+    """torch's error at CUDA init when its build needs a newer driver than the host has (CUDA 13: >= 580)."""
+    torch, version = packages.get("torch", ""), packages.get(engine, "0")
+    cuda13 = "+cu13" in torch or ("+cu" not in torch and version_tuple(version) >= CUDA13_SINCE[engine])
+    driver = int(host.profile.nvidia_driver.split(".")[0])
+    if not cuda13 or driver >= 580:
+        return None
+    return (
+        f"RuntimeError: The NVIDIA driver on your system is too old (found version {12040 if driver < 560 else 12080})."
+        " Please update your GPU driver by downloading and installing a new version from the URL:"
+        " http://www.nvidia.com/Download/index.aspx Alternatively, go to: https://pytorch.org to install a PyTorch"
+        f" version that has been compiled with your version of the CUDA driver. {SIM}"
+    )
+
+
 def world(host: SimHost) -> World:
     owner = host.lab if host.lab is not None else host
     return owner.__dict__.setdefault("_inference_world", World())
