@@ -17,6 +17,7 @@ from steps.inference.units import (
     uses_ray,
     version_tuple,
 )
+from steps.inference.weights import cached, repo_dir
 from steps.nccl.conf import GID_AUTO_SINCE
 from wizard.engine.step import CheckItem, ClusterView
 
@@ -52,6 +53,18 @@ def host_checks(view: ClusterView, layout: Layout, host: str) -> list[CheckItem]
             evidence="; ".join(problems)
             or ", ".join(f"{n} {v}" for n, v in sorted(packages.items()) if n in (cfg.engine, "ray", "torch")),
             fix="re-run the inference stage to pip install into the venv" if problems else None,
+        )
+    )
+    held = facts.get("weights") or {}
+    items.append(
+        CheckItem(
+            id="weights",
+            title=f"weights of {cfg.model}",
+            status="pass" if cached(held) else "fail",
+            evidence=f"{repo_dir(cfg)}: revision {str(held.get('revision'))[:12]}, {held.get('blobs')} file(s)"
+            if cached(held)
+            else f"{repo_dir(cfg)} holds no complete copy ({held.get('incomplete', 0)} partial file(s))",
+            fix=None if cached(held) else "re-run the inference stage: it downloads the weights before the engine",
         )
     )
     if uses_ray(cfg) and cfg.ray_auth == "token":

@@ -298,13 +298,13 @@ API_KEY_NOTE = "/etc/roce-wizard/inference-api-key.env (0600, generated on the h
 def _operator_notes(view: ClusterView, layout: Layout) -> None:
     cfg = view.answers.inference
     layout.notes.append(
-        f"every serving host downloads {cfg.model} from Hugging Face on its first start"
+        f"every serving host downloads {cfg.model} once, before its engine starts (`hf download`, resumable)"
         + (
             " (a gated repository: accept its licence and run `hf auth login` as root on every host first)"
             if cfg.model.startswith("meta-llama/")
             else ""
         )
-        + "; set inference.hf_home to a pre-filled cache on air-gapped hosts"
+        + "; air-gapped hosts: inference.offline with a pre-filled cache in inference.hf_home"
     )
     if len(layout.nodes) > 1 and layout.head is not None and not layout.single_node:
         ports = (

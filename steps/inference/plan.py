@@ -6,6 +6,7 @@ from typing import Any
 
 from steps.inference.builds import Build, choose_build
 from steps.inference.layout import Layout, Node
+from steps.inference.models import DTYPE_BYTES, resolve_spec
 from steps.inference.units import (
     ENGINE_UNIT,
     ENV_PATH,
@@ -26,6 +27,8 @@ from steps.inference.units import (
     version_tuple,
     wait_script,
 )
+from steps.inference.weights import plan_weights
+from wizard.answers.sections import InferenceSection
 from wizard.engine.step import Change, ClusterView, FileWrite, HostPlan, Impact, RemoteCommand
 
 STALE_S = 600  # a peer probed this much earlier than this host was not probed in this run
@@ -74,6 +77,12 @@ def _stop_stale(facts: dict[str, Any], wanted: list[str]) -> Change | None:
         impact=Impact.DISRUPTIVE,
         commands=[RemoteCommand(argv=["systemctl", "disable", "--now", unit]) for unit in stale],
     )
+
+
+def model_gb(cfg: InferenceSection) -> float | None:
+    spec, _ = resolve_spec(cfg.model, cfg.params_billion, cfg.dtype)
+    published = resolve_spec(cfg.model, None, None)[0] or spec
+    return published.params_billion * DTYPE_BYTES[published.dtype] if published else None
 
 
 def engine_build(view: ClusterView, node: Node) -> Build:
@@ -160,6 +169,12 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
                 commands=[RemoteCommand(argv=argv, timeout_s=3600) for argv in install_commands(cfg, build)],
             )
         )
+    download, refused = plan_weights(cfg, host, facts.get("weights") or {}, model_gb(cfg))
+    if refused:
+        plan.blockers.append(refused)
+        return plan
+    if download:
+        changes.append(download)
     files = [
         FileWrite(path=path, content=content, mode=0o644, before=(facts.get("files") or {}).get(path))
         for path, content in desired_files(view, layout, host).items()

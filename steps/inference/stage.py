@@ -10,7 +10,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from steps.inference import bench
+from steps.inference import bench, weights
 from steps.inference.builds import PYPI_JSON, parse_index_versions
 from steps.inference.checks import host_checks, version_consistency
 from steps.inference.choice import endpoint, gpu_topology
@@ -100,6 +100,7 @@ class Inference(Step):
             return []
         plain = [python_version(cfg), *LIVE_READS]
         sudo = [*map(read_file_argv, FILES), TOKEN_DIGEST, *(key_mode(p) for _, p in KEY_FILES), key_mode(TOKEN_PATH)]
+        sudo += weights.reads(cfg)
         plain += [GPU_TOPO, *(unit_state(v, u) for u in (QOS_UNIT, RAY_UNIT, ENGINE_UNIT) for v in VERBS)]
         return [(c, False) for c in plain] + [(c, True) for c in sudo]
 
@@ -123,6 +124,7 @@ class Inference(Step):
             found = await ex.run(query) if query else None
             facts["latest"] = parse_index_versions(found.stdout) if found is not None and found.ok else None
         facts["rdma"] = await read_live(ex)
+        facts["weights"] = await weights.probe(ex, cfg)
         for path in FILES:
             text = await ex.read_file(path, sudo=True)
             # One trailing newline, like every file this stage writes (transports differ in what they keep).

@@ -91,6 +91,8 @@ def env_file(answers: Answers, node: Node) -> str:
         lines += ["RAY_AUTH_MODE=token", f"RAY_AUTH_TOKEN_PATH={TOKEN_PATH}"]
     if cfg.hf_home:
         lines.append(f"HF_HOME={cfg.hf_home}")
+    if cfg.offline:
+        lines.append("HF_HUB_OFFLINE=1")
     return "\n".join(lines) + "\n"
 
 

@@ -54,6 +54,8 @@ def fresh(**extra: Any) -> dict[str, Any]:
         "units": {},
         "ray_token_sha256": None,
         "latest": "0.33.0",  # `pip index versions vllm`, read because the venv has no vLLM yet
+        # No weights cached yet; root has run `hf auth login` (the gated Llama repositories need it).
+        "weights": {"revision": None, "blobs": 0, "incomplete": 0, "token": True},
     }
     facts.update(extra)
     return facts
@@ -96,6 +98,12 @@ def configured(v: ClusterView, **override: Any) -> ClusterView:
             units=units,
             ray_token_sha256="ab12",
             api_key={"env": "600 root", "header": "600 root"},
+            weights={
+                "revision": "5825c9120fc701a0b7d9a30d63005eee7e4d58a2",
+                "blobs": 37,
+                "incomplete": 0,
+                "token": True,
+            },
         )
         v.facts[host]["inference"].update(override)
     return v

@@ -311,6 +311,8 @@ class InferenceSection(Section):
     every host, mode 0600. off: anyone reaching the Ray port can run code on the cluster."""
     hf_home: str | None = Field(default=None, pattern=r"^/[^\s]*$")
     """Hugging Face cache directory for the weights (HF_HOME). None: root's ~/.cache/huggingface."""
+    offline: bool = False
+    """The hosts cannot reach Hugging Face: serve from the cache in hf_home (HF_HUB_OFFLINE=1), download nothing."""
     ready_timeout_s: float = Field(default=1800, ge=10, le=86_400)
     """How long the health check waits for the API after a (re)start: loading 140 GB of weights takes minutes."""
     probe_requests: int = Field(default=16, ge=1, le=1024)

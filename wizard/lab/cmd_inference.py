@@ -10,10 +10,13 @@ import re
 import secrets
 from collections.abc import Awaitable, Callable
 
+from wizard.lab import (
+    cmd_hf,  # noqa: F401 - registers the `hf` command
+    packages,
+)
 from wizard.lab import cmd_inference_engines as engines
 from wizard.lab import commands as commands_pkg
 from wizard.lab import inference_sim as st
-from wizard.lab import packages
 from wizard.lab.commands import REGISTRY, command
 from wizard.lab.shell.interp import MARKER
 from wizard.lab.streams import CommandFailed, Ctx
@@ -34,7 +37,12 @@ def _base_handlers() -> dict[str, Callable[[Ctx], Awaitable[int]]]:
 
 
 _original = _base_handlers()
-_BINS = {"vllm": ("vllm", "sim-vllm"), "ray": ("ray", "sim-ray"), "uv": ("uv", "sim-uv")}
+_BINS = {
+    "vllm": ("vllm", "sim-vllm"),
+    "ray": ("ray", "sim-ray"),
+    "uv": ("uv", "sim-uv"),
+    "huggingface-hub": ("hf", "sim-hf"),
+}
 _SPEC = re.compile(r"^([A-Za-z0-9_.-]+)(\[[^\]]*\])?\s*(==|>=|~=)?\s*([0-9][0-9A-Za-z.+-]*)?$")
 
 
@@ -120,7 +128,8 @@ def _install(ctx: Ctx, venv: str, specs: list[str], opts: dict[str, list[str]] |
             if cuda and any(url.rstrip("/").endswith(f"/whl/{cuda}") for url in extra):
                 torch = f"{torch}+{cuda}"  # PyTorch's own index for that CUDA build
             _dist(ctx, venv, "torch", torch)
-            done.append(f"torch-{torch}")
+            _dist(ctx, venv, "huggingface-hub", st.LATEST["huggingface-hub"])  # a dependency of both engines
+            done += [f"torch-{torch}", f"huggingface-hub-{st.LATEST['huggingface-hub']}"]
     ctx.print(f"Successfully installed {' '.join(done)}  # simulated download")
     return 0
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 
+from wizard.lab import cmd_hf
 from wizard.lab import inference_sim as st
 from wizard.lab.commands import command
 from wizard.lab.streams import CommandFailed, Ctx
@@ -219,6 +220,9 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
             worker_env = {**raylet.env, **copied, "NCCL_DEBUG": env.get("NCCL_DEBUG", "")}
             for line in st.nccl_init_lines(raylet.host, worker_env, torch, raylet.pid + 40):
                 ctx.print(f"(RayWorkerWrapper pid={raylet.pid + 40}, ip={raylet.host.mgmt.ip}) {line}")
+    if not cmd_hf.cached(ctx, env, model):
+        ctx.print(f"Downloading the weights of {model}: nothing in the cache yet {SIM}")
+        await cmd_hf.download(ctx, env, model)
     oom = st.out_of_memory(ctx.host, model, tp * pp, util)
     if oom:
         raise CommandFailed(oom)

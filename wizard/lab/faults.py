@@ -37,6 +37,7 @@ FAULT_KINDS: dict[str, bool | None] = {
     "missing": True,
     "hang": None,
     "engine_socket": False,
+    "hf_logged_out": False,
 }
 
 FAULT_HELP = {
@@ -81,6 +82,7 @@ FAULT_HELP = {
     "                   client signals it (wizard/lab/hang.py)",
     "engine_socket": "engine_socket      the inference engine's bundled NCCL finds no RDMA device (NET/IB : No device\n"
     "                   found) and carries its traffic over TCP sockets; /health still answers",
+    "hf_logged_out": "hf_logged_out      root never ran `hf auth login`: no Hugging Face token for gated models",
 }
 
 

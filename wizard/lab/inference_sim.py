@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from wizard.lab.streams import Ctx
 
 SIM = "(roce-wizard simulated)"
-LATEST = {"vllm": "0.33.0", "ray": "2.60.0", "sglang": "0.5.23", "torch": "2.9.1", "uv": "0.9.7", "pip": "22.0.2"}
+LATEST = {"vllm": "0.33.0", "ray": "2.60.0", "sglang": "0.5.23", "torch": "2.9.1", "uv": "0.9.7", "pip": "22.0.2",
+          "huggingface-hub": "0.36.0"}  # fmt: skip
 DEFAULT_MEMLOCK = "8388608"  # bytes; Ubuntu's default RLIMIT_MEMLOCK for services
 # Size of the models the simulation knows, for its out-of-memory check: (billions of parameters, bytes each).
 MODEL_SIZES = {

@@ -176,6 +176,9 @@ def populate(host: SimHost) -> None:
         "compute/cuda/repos/ubuntu2204/x86_64/ /\n",
     )
     fs.install("/etc/netplan/00-installer-config.yaml", installer_netplan(host), 0o600)
+    if not host.fault("hf_logged_out"):
+        # The operator ran `hf auth login` as root, as the wizard's notes ask before a gated model (simulated token).
+        fs.install("/root/.cache/huggingface/token", "hf_simulatedTokenNotARealOne0000000000\n", 0o600)
     for name, text in (
         ("ssh.service", SSH_UNIT),
         ("systemd-networkd.service", NETWORKD_UNIT),
