@@ -60,6 +60,8 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "lockout",
         "nm_renderer",
         "hang",  # tests/engine/test_interrupt.py
+        "engine_socket",  # tests/steps/test_inference_transport_demo.py
+        "hf_logged_out",  # tests/steps/test_inference_weights.py
         # PCIe platform faults: tests/lab/test_pcie_sim.py
         "acs_enabled",
         "iommu_translated",

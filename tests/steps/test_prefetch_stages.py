@@ -44,8 +44,9 @@ FIRST_READS = {
             "test -e /opt/nccl-tests",
         ],
     ),
-    # a pip list needs the venv's python to answer, a journal a failed unit: neither on a host not yet deployed
-    "inference": (True, []),
+    # a pip list needs the venv's python to answer, a journal a failed unit: neither on a host not yet deployed; the
+    # newest vLLM release is asked of PyPI only because this host has no venv with vLLM yet
+    "inference": (True, ["curl -sSf --max-time 20 https://pypi.org/pypi/vllm/json"]),
 }
 
 

@@ -54,7 +54,9 @@ class Unit:
     def requires(self) -> list[str]:
         """Requires= and BindsTo= ("similar to Requires=, but stronger": a bound unit that stops takes this one with
         it, systemd.unit(5)); both start the named units and stop or restart this one with them."""
-        return [t for key in ("Requires", "BindsTo") for v in self.all("Unit", key) for t in v.split()]
+        bound = [t for v in self.all("Unit", "BindsTo") for t in v.split() if t.endswith(".service")]
+        # A BindsTo= on a .device unit (a udev-started per-port unit) is handled where devices go away (udev.py).
+        return [t for v in self.all("Unit", "Requires") for t in v.split()] + bound
 
 
 @dataclass
