@@ -1,8 +1,7 @@
-"""Simulated inference stack, part 1: python3 -m venv, pip/uv into a venv, curl to the local API (engines: part 2)."""
+"""Simulated inference stack, part 1: python3 -m venv, pip/uv into a venv (engines: part 2, HTTP: cmd_http.py)."""
 
 from __future__ import annotations
 
-import asyncio
 import importlib
 import json
 import pkgutil
@@ -12,6 +11,7 @@ from collections.abc import Awaitable, Callable
 
 from wizard.lab import (
     cmd_hf,  # noqa: F401 - registers the `hf` command
+    cmd_http,  # noqa: F401 - registers `curl` (engine APIs, nginx) and `nginx`
     packages,
 )
 from wizard.lab import cmd_inference_engines as engines
@@ -30,10 +30,10 @@ if all(p.name != "openssl" for p in packages.BASE):
 
 
 def _base_handlers() -> dict[str, Callable[[Ctx], Awaitable[int]]]:
-    """The lab's own python3 and curl, loaded first whatever the import order: this module wraps them."""
+    """The lab's own python3, loaded first whatever the import order: this module wraps it."""
     for info in pkgutil.iter_modules(commands_pkg.__path__):
         importlib.import_module(f"{commands_pkg.__name__}.{info.name}")
-    return {n: REGISTRY[n] for n in ("python3", "curl")}
+    return {n: REGISTRY[n] for n in ("python3",)}
 
 
 _original = _base_handlers()
@@ -174,78 +174,6 @@ async def uv(ctx: Ctx) -> int:
     specs, opts = split_pip_args(args[2:])
     python = opts["--python"][-1]
     return _install(ctx, python.rsplit("/bin/", 1)[0], specs, opts)
-
-
-# -- curl to the simulated API --------------------------------------------------------------------------------------
-
-
-@command("curl")
-async def curl(ctx: Ctx) -> int:
-    pypi = next((a for a in ctx.args if a.startswith("https://pypi.org/pypi/") and a.endswith("/json")), None)
-    if pypi is not None:  # PyPI's JSON API (https://docs.pypi.org/api/json/), trimmed to what clients read
-        name = pypi.split("/")[4].lower()
-        if name not in st.LATEST:
-            raise CommandFailed("curl: (22) The requested URL returned error: 404", 22)
-        ctx.print(json.dumps({"info": {"name": name, "version": st.LATEST[name]}, "simulated": SIM}))
-        return 0
-    url = next((a for a in ctx.args if a.startswith(("http://127.0.0.1:", "http://localhost:"))), None)
-    if url is None:
-        return await _original["curl"](ctx)
-    args, opts, flags, headers = list(ctx.args), {}, "", []
-    while args:
-        a = args.pop(0)
-        if a in ("-H", "--header") and args:
-            headers += _headers(ctx, args.pop(0))
-        elif a in ("-d", "--data", "--data-raw", "-w", "--write-out", "-X", "--request",
-                 "--max-time", "-m", "-o", "--output") and args:  # fmt: skip
-            opts[a] = args.pop(0)
-        elif a.startswith("-") and not a.startswith("--"):
-            flags += a[1:]
-        elif a == "--fail":
-            flags += "f"
-    port_text, _, path = url.split(":", 2)[2].partition("/")
-    ep = st.world(ctx.host).endpoints.get((ctx.host.name, int(port_text)))
-    if ep is None or not ep.proc.alive() or not ep.ready:
-        if "S" in flags or "s" not in flags:
-            ctx.eprint(f"curl: (7) Failed to connect to 127.0.0.1 port {port_text} after 0 ms: Connection refused")
-        return 7
-    body = opts.get("-d") or opts.get("--data") or opts.get("--data-raw")
-    seconds, status, text = 0.002, 404, '{"detail":"Not Found"}'
-    if path == "health":
-        status, text = 200, ""
-    elif path.startswith("v1/") and ep.api_key and f"authorization: bearer {ep.api_key}" not in headers:
-        status, text = 401, '{"error":"Unauthorized"}'  # vLLM's API-key middleware answer for /v1/* without the key
-    elif path == "v1/models":
-        status, text = 200, json.dumps({"object": "list", "data": [{"id": ep.model, "object": "model"}]})
-    elif path == "v1/completions" and body:
-        ep.in_flight += 1
-        try:
-            await asyncio.sleep(0.02)  # lets concurrent requests overlap
-            status, doc, seconds = st.completion(ep, json.loads(body))
-        finally:
-            ep.in_flight -= 1
-        text = json.dumps(doc)
-    if "f" in flags and status >= 400:
-        if "S" in flags or "s" not in flags:
-            ctx.eprint(f"curl: (22) The requested URL returned error: {status}")
-        return 22
-    ctx.out.write(text)
-    fmt = opts.get("-w") or opts.get("--write-out")
-    if fmt:
-        fmt = fmt.replace("\\n", "\n").replace("%{http_code}", str(status)).replace("%{time_total}", f"{seconds:.6f}")
-        ctx.out.write(fmt)
-    return 0
-
-
-def _headers(ctx: Ctx, value: str) -> list[str]:
-    """-H VALUE, or -H @FILE: one header per line of the file (curl >= 7.55.0, curl(1) --header), lower-cased."""
-    if not value.startswith("@"):
-        return [value.strip().lower()]
-    try:
-        text = ctx.fs.read_text(value[1:], ctx.cred, ctx.cwd)
-    except Exception:  # noqa: BLE001 - unreadable (0600 root, not root) or missing: curl reads nothing
-        raise CommandFailed(f"curl: (26) Failed to open/read local data from file/application {SIM}", 26) from None
-    return [line.strip().lower() for line in text.splitlines() if line.strip()]
 
 
 def _is_wait_script(ctx: Ctx, path: str) -> bool:

@@ -96,6 +96,7 @@ class World:
     ray: dict[str, RayHead] = field(default_factory=dict)  # "ip:port" -> head
     groups: dict[str, Group] = field(default_factory=dict)  # "ip:port" -> group
     endpoints: dict[tuple[str, int], Endpoint] = field(default_factory=dict)  # (host, port)
+    nginx: dict[str, Any] = field(default_factory=dict)  # host -> its running nginx (wizard/lab/nginx_sim.py)
 
 
 def version_tuple(text: str) -> tuple[int, ...]:

@@ -237,6 +237,31 @@ UBUNTU: list[Pkg] = [
             ),
         ),
     ),
+    # nginx (Ubuntu 22.04: 1.18.0-6ubuntu14), the unit as Ubuntu ships it: `nginx -t` before every start
+    Pkg(
+        "nginx",
+        "1.18.0-6ubuntu14.4",
+        size_kb=1120,
+        bins=_tools("/usr/sbin", "nginx"),
+        files=(
+            (
+                "/lib/systemd/system/nginx.service",
+                "[Unit]\nDescription=A high performance web server and a reverse proxy server\n"
+                "Documentation=man:nginx(8)\nAfter=network.target nss-lookup.target\n\n[Service]\nType=forking\n"
+                "PIDFile=/run/nginx.pid\nExecStartPre=/usr/sbin/nginx -t -q -g 'daemon on; master_process on;'\n"
+                "ExecStart=/usr/sbin/nginx -g 'daemon on; master_process on;'\n"
+                "ExecReload=/usr/sbin/nginx -g 'daemon on; master_process on;' -s reload\nTimeoutStopSec=5\n"
+                "KillMode=mixed\n\n[Install]\nWantedBy=multi-user.target\n",
+                0o644,
+            ),
+            (
+                "/etc/nginx/nginx.conf",
+                "user www-data;\nworker_processes auto;\npid /run/nginx.pid;\nevents {}\n"
+                "http {\n\tinclude /etc/nginx/conf.d/*.conf;\n\tinclude /etc/nginx/sites-enabled/*;\n}\n",
+                0o644,
+            ),
+        ),
+    ),
     # lldpd (Ubuntu 22.04: 1.0.13-1): lldpcli, with lldpctl as its "show neighbors details" alias
     Pkg(
         "lldpd",
