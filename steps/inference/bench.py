@@ -8,6 +8,7 @@ import math
 import time
 from typing import Any
 
+from steps.inference.entry import UPSTREAM_HEADER
 from steps.inference.units import KEY_HEADER
 from wizard.answers.sections import InferenceSection
 from wizard.executors.base import Executor
@@ -19,12 +20,14 @@ SIMULATED_FINGERPRINT = "roce-wizard-simulated"
 _WRITE_OUT = "\n%{http_code} %{time_total}\n"
 
 
-def health_argv(cfg: InferenceSection) -> list[str]:
+def health_argv(cfg: InferenceSection, port: int | None = None) -> list[str]:
     # Loopback on the head: the wizard never sends traffic to the answers' addresses itself.
-    return ["curl", "-sf", "--max-time", "5", f"http://127.0.0.1:{cfg.port}/health"]
+    return ["curl", "-sf", "--max-time", "5", f"http://127.0.0.1:{port or cfg.port}/health"]
 
 
-def completion_argv(cfg: InferenceSection) -> list[str]:
+def completion_argv(cfg: InferenceSection, port: int | None = None) -> list[str]:
+    """One completion with curl on the host; through the entry point (``port``) the response headers come too, to
+    tell which replica answered."""
     body = json.dumps(
         {"model": cfg.model, "prompt": PROMPT, "max_tokens": cfg.probe_max_tokens, "temperature": 0},
         separators=(",", ":"),
@@ -43,12 +46,21 @@ def completion_argv(cfg: InferenceSection) -> list[str]:
         body,
         "-w",
         _WRITE_OUT,
-        f"http://127.0.0.1:{cfg.port}/v1/completions",
+        *(["-D", "-"] if port else []),
+        f"http://127.0.0.1:{port or cfg.port}/v1/completions",
     ]
 
 
 def parse_completion(stdout: str) -> dict[str, Any]:
-    """curl output (body, then '<http code> <seconds>') -> status, seconds, completion tokens, fingerprint."""
+    """curl output ([headers,] body, then '<http code> <seconds>') -> status, seconds, completion tokens, fingerprint
+    and, through the entry point, the replica that answered."""
+    upstream = None
+    if stdout.startswith("HTTP/"):
+        head, _, stdout = stdout.replace("\r\n", "\n").partition("\n\n")
+        for line in head.splitlines()[1:]:
+            name, _, value = line.partition(":")
+            if name.strip().lower() == UPSTREAM_HEADER.lower():
+                upstream = value.strip().split(",")[-1].strip()  # the last one tried is the one that answered
     body, _, tail = stdout.rstrip("\n").rpartition("\n")
     fields = tail.split()
     if len(fields) != 2 or not fields[0].isdigit():
@@ -69,6 +81,7 @@ def parse_completion(stdout: str) -> dict[str, Any]:
         "seconds": seconds,
         "tokens": tokens,
         "simulated": doc.get("system_fingerprint") == SIMULATED_FINGERPRINT,
+        **({"upstream": upstream} if upstream else {}),
     }
 
 
@@ -125,9 +138,10 @@ async def wait_healthy(executor: Executor, cfg: InferenceSection, unit: str, tim
         delay = min(delay * 2, 10.0)
 
 
-async def run_probe(executor: Executor, cfg: InferenceSection) -> dict[str, Any]:
-    """``probe_requests`` completions in waves of ``probe_concurrency``; curl on the head measures each one."""
-    argv = completion_argv(cfg)
+async def run_probe(executor: Executor, cfg: InferenceSection, port: int | None = None) -> dict[str, Any]:
+    """``probe_requests`` completions in waves of ``probe_concurrency``; curl on the host measures each one (through
+    the entry point when ``port`` is given, counting which replica answered)."""
+    argv = completion_argv(cfg, port)
     results: list[dict[str, Any]] = []
     waves: list[list[dict[str, Any]]] = []
     remaining = cfg.probe_requests
@@ -140,7 +154,24 @@ async def run_probe(executor: Executor, cfg: InferenceSection) -> dict[str, Any]
         remaining -= size
     summary = summarize(results, waves)
     summary.update(concurrency=cfg.probe_concurrency, max_tokens=cfg.probe_max_tokens)
+    served: dict[str, int] = {}
+    for r in results:
+        if r.get("upstream"):
+            served[r["upstream"]] = served.get(r["upstream"], 0) + 1
+    if port:
+        summary["served_by"] = served
     return summary
+
+
+async def wait_entry(executor: Executor, cfg: InferenceSection, timeout_s: float = 60) -> bool:
+    """The entry point answers /health (nginx passes it to a replica) within ``timeout_s``."""
+    assert cfg.entry_port is not None
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        if (await executor.run(health_argv(cfg, cfg.entry_port), timeout_s=15)).ok:
+            return True
+        await asyncio.sleep(1.0)
+    return False
 
 
 def engine_journal_argv(unit: str) -> list[str]:

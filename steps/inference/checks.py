@@ -166,7 +166,43 @@ def _service_items(view: ClusterView, layout: Layout, host: str) -> list[CheckIt
     probe = cluster.get("probe")
     if host == head.host and probe is not None:
         items.append(_probe_item(cfg.model, probe))
+    if cluster.get("entry") is not None:
+        items.append(entry_item(view, layout, host, cluster["entry"]))
     return items
+
+
+def entry_item(view: ClusterView, layout: Layout, host: str, entry: dict[str, Any]) -> CheckItem:
+    """The smoke test through the entry point: every request answered, and every replica took some of them."""
+    cfg = view.answers.inference
+    where = f"http://{host}:{cfg.entry_port}/v1 (nginx on {host})"
+    if not entry.get("answered", True):
+        return CheckItem(id="entry_point", title="entry point", status="fail",
+                         evidence=f"{where} did not answer /health within 60 s",
+                         fix=f"on {host}: systemctl status nginx; nginx -t; journalctl -u nginx -e")  # fmt: skip
+    heads = {f"{n.ip}:{cfg.port}": n for n in layout.api_nodes()}
+    served = entry.get("served_by") or {}
+    missed = [f"{n.host} (replica {n.group + 1})" for addr, n in heads.items() if addr not in served]
+    all_ok = entry.get("succeeded") == entry.get("requests")
+    enough = entry.get("requests", 0) >= len(heads)
+    ok = all_ok and (not missed or not enough)
+    spread = ", ".join(f"replica {heads[a].group + 1}: {c}" for a, c in sorted(served.items()) if a in heads)
+    tag = " [simulated endpoint]" if entry.get("simulated") else ""
+    evidence = (
+        f"{entry.get('succeeded')}/{entry.get('requests')} /v1/completions through {where} reached"
+        f" {len(heads) - len(missed)} of {len(heads)} replicas ({spread}): p50 {entry.get('p50_s')} s, p90"
+        f" {entry.get('p90_s')} s, {entry.get('tokens_per_s')} tokens/s{tag}"
+    )
+    if missed and enough:
+        evidence += f"; never answered by {', '.join(missed)}"
+    if entry.get("errors"):
+        evidence += "; errors: " + "; ".join(entry["errors"])
+    return CheckItem(
+        id="entry_point",
+        title="entry point over the replicas",
+        status="pass" if ok else "fail",
+        evidence=evidence,
+        fix=None if ok else f"on {host}: journalctl -u nginx -e, and the health of the replicas named above",
+    )
 
 
 def engine_nccl_item(layout: Layout, node: Node, nccl: dict[str, Any], torch: str | None) -> CheckItem:

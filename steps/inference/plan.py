@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from steps.inference.builds import Build, choose_build
+from steps.inference.entry import entry_change, entry_problems, shared_key_files
 from steps.inference.layout import Layout, Node
 from steps.inference.models import DTYPE_BYTES, resolve_spec
 from steps.inference.units import (
     ENGINE_UNIT,
     ENV_PATH,
+    KEY_ENV,
     NON_CARRY_PATH,
     RAY_UNIT,
     TOKEN_PATH,
@@ -67,7 +69,9 @@ def _stop_stale(facts: dict[str, Any], wanted: list[str]) -> Change | None:
     stale = [
         unit
         for unit, state in (facts.get("units") or {}).items()
-        if unit not in wanted and (state.get("active") == "active" or state.get("enabled") == "enabled")
+        if unit in (RAY_UNIT, ENGINE_UNIT)  # nginx may serve more than the entry point: never stopped here
+        and unit not in wanted
+        and (state.get("active") == "active" or state.get("enabled") == "enabled")
     ]
     if not stale:
         return None
@@ -108,7 +112,7 @@ def _absent_peers(view: ClusterView, layout: Layout, host: str, facts: dict[str,
     return absent
 
 
-def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> HostPlan:
+def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str, api_key: str) -> HostPlan:
     cfg = view.answers.inference
     plan = HostPlan(stage="inference", host=host, notes=list(layout.notes))
     facts = view.stage_facts(host, "inference") or {}
@@ -117,7 +121,7 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
         plan.changes = [stale] if stale else []
         plan.noop_reason = None if stale else layout.idle[host]
         return plan
-    plan.blockers = layout.refusals(host) + _absent_peers(view, layout, host, facts)
+    plan.blockers = layout.refusals(host) + _absent_peers(view, layout, host, facts) + entry_problems(view, layout)
     node = layout.node(host)
     if plan.blockers or node is None:
         return plan
@@ -182,7 +186,9 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
     ]
     if uses_ray(cfg) and cfg.ray_auth == "token" and not token_in_sync(view, layout):
         files.append(FileWrite(path=TOKEN_PATH, content=ray_token + "\n", mode=0o600, secret=True))
-    key_missing = node in layout.api_nodes() and not _key_present(facts)
+    shared_key = shared_key_files(view, layout, host, api_key)
+    files += shared_key
+    key_missing = node in layout.api_nodes() and not _key_present(facts) and not shared_key
     if key_missing:
         changes.append(
             Change(
@@ -204,12 +210,18 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str) -> H
                     "; a new shared Ray token (0600) because not every host held the head's"
                     if any(f.path == TOKEN_PATH for f in files)
                     else ""
+                )
+                + (
+                    "; one API key (0600) for every replica behind the entry point, whose keys differed"
+                    if shared_key
+                    else ""
                 ),
                 files=files,
             )
         )
     units = _unit_change(view, layout, host, facts, [f.path for f in files], bool(missing) or key_missing)
-    changes += [c for c in (_stop_stale(facts, serving_units(view, layout, host)), units) if c]
+    entry = entry_change(view, layout, host, facts)
+    changes += [c for c in (_stop_stale(facts, serving_units(view, layout, host)), units, entry) if c]
     plan.changes = changes
     if not changes:
         packages = facts.get("packages") or {}
@@ -234,7 +246,7 @@ def _unit_change(
     units = serving_units(view, layout, host)
     states = facts.get("units") or {}
     restart: list[str] = []
-    shared = ENV_PATH in written or TOKEN_PATH in written or reinstalled
+    shared = ENV_PATH in written or TOKEN_PATH in written or KEY_ENV in written or reinstalled
     for unit in units:
         state = states.get(unit) or {}
         changed = f"{UNIT_DIR}/{unit}" in written or shared or state.get("active") != "active"

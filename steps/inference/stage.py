@@ -14,6 +14,7 @@ from steps.inference import bench, weights
 from steps.inference.builds import PYPI_JSON, parse_index_versions
 from steps.inference.checks import host_checks, version_consistency
 from steps.inference.choice import endpoint, gpu_topology
+from steps.inference.entry import ENTRY_CONF, NGINX_UNIT, entry_host
 from steps.inference.fabric import LIVE_READS, read_live
 from steps.inference.layout import Layout, Node, build_layout
 from steps.inference.plan import plan_host, serving_units
@@ -37,7 +38,9 @@ from wizard.executors.base import Executor
 
 _PACKAGES = ("vllm", "sglang", "ray", "torch")
 # The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
-FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}", WAIT_PATH, NON_CARRY_PATH)
+FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}", WAIT_PATH, NON_CARRY_PATH, ENTRY_CONF)
+KEY_DIGEST = ["sha256sum", KEY_ENV]
+NGINX_VERSION = ["nginx", "-v"]
 TOKEN_DIGEST = ["sha256sum", TOKEN_PATH]
 KEY_FILES = (("env", KEY_ENV), ("header", KEY_HEADER))
 GPU_TOPO = ["nvidia-smi", "topo", "-m"]
@@ -85,6 +88,8 @@ class Inference(Step):
         # Handed to every host only when their Ray tokens are missing or differ (a rotation). It lives in memory:
         # facts, state and logs only ever see its SHA-256 as read back from the hosts.
         self.ray_token = secrets.token_hex(32)
+        # Likewise the API key every replica behind the entry point shares, handed out only when their keys differ.
+        self.api_key = secrets.token_hex(32)
 
     dependent_probes: ClassVar[dict[str, str]] = {
         "* -m pip list *": "the venv's packages, only when its python answered --version in this read",
@@ -101,7 +106,9 @@ class Inference(Step):
         plain = [python_version(cfg), *LIVE_READS]
         sudo = [*map(read_file_argv, FILES), TOKEN_DIGEST, *(key_mode(p) for _, p in KEY_FILES), key_mode(TOKEN_PATH)]
         sudo += weights.reads(cfg)
-        plain += [GPU_TOPO, *(unit_state(v, u) for u in (QOS_UNIT, RAY_UNIT, ENGINE_UNIT) for v in VERBS)]
+        plain += [GPU_TOPO, *(unit_state(v, u) for u in (QOS_UNIT, RAY_UNIT, ENGINE_UNIT, NGINX_UNIT) for v in VERBS)]
+        plain.append(NGINX_VERSION)
+        sudo.append(KEY_DIGEST)
         return [(c, False) for c in plain] + [(c, True) for c in sudo]
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
@@ -137,6 +144,9 @@ class Inference(Step):
         for name, path in KEY_FILES:
             mode = await ex.run(key_mode(path), sudo=True)
             facts["api_key"][name] = mode.stdout.strip() if mode.ok else None
+        key = await ex.run(KEY_DIGEST, sudo=True)  # which replicas share one key (the entry point needs that)
+        facts["api_key_sha256"] = key.stdout.split()[0] if key.ok and key.stdout.split() else None
+        facts["nginx"] = (await ex.run(NGINX_VERSION)).ok
         token_mode = await ex.run(key_mode(TOKEN_PATH), sudo=True)
         facts["token_file_mode"] = token_mode.stdout.strip() if token_mode.ok else None
         topo = await ex.run(GPU_TOPO)
@@ -145,7 +155,7 @@ class Inference(Step):
         for verb in VERBS:
             qos[verb.removeprefix("is-")] = (await ex.run(unit_state(verb, QOS_UNIT))).stdout.strip()
         facts["qos_unit"] = {"active": qos["active"], "enabled": qos["enabled"]}
-        for unit in (RAY_UNIT, ENGINE_UNIT):
+        for unit in (RAY_UNIT, ENGINE_UNIT, NGINX_UNIT):
             active = (await ex.run(unit_state("is-active", unit))).stdout.strip() or "unknown"
             enabled = (await ex.run(unit_state("is-enabled", unit))).stdout.strip() or "not-found"
             state: dict[str, Any] = {"active": active, "enabled": enabled}
@@ -161,7 +171,7 @@ class Inference(Step):
                 stage=self.id, host=host, noop_reason="inference.enabled is false in the answers; nothing deployed"
             )
         layout = build_layout(view)
-        return plan_host(layout.effective(view), layout, host, self.ray_token)
+        return plan_host(layout.effective(view), layout, host, self.ray_token, self.api_key)
 
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
         if not view.answers.inference.enabled:
@@ -197,7 +207,15 @@ class Inference(Step):
         layout = build_layout(view)
         view = layout.effective(view)
         results = await asyncio.gather(*(self._probe_group(view, layout, g, executors) for g in layout.groups()))
-        return {host: found for group in results for host, found in group.items()}
+        found = {host: facts for group in results for host, facts in group.items()}
+        entry = entry_host(view, layout)
+        if entry is not None and entry in executors and found.get(entry, {}).get("health", {}).get("healthy"):
+            cfg = view.answers.inference
+            answered = await bench.wait_entry(executors[entry], cfg)
+            found[entry]["entry"] = (
+                await bench.run_probe(executors[entry], cfg, cfg.entry_port) if answered else {"answered": False}
+            )
+        return found
 
     async def _probe_group(
         self, view: ClusterView, layout: Layout, group: list[Node], executors: dict[str, Executor]

@@ -214,6 +214,7 @@ async def test_the_probe_reads_only_a_hash_of_the_ray_token() -> None:
         "curl",
     }
     readers.add("nvidia-smi")  # `nvidia-smi topo -m`: NVLink or PCIe, and which NUMA node each GPU sits on
+    readers.add("nginx")  # `nginx -v`: is the entry point's load balancer installed
     readers.add("ls")  # the blobs of the model in the Hugging Face cache (a download still running ends .incomplete)
     assert {argv[0] for argv in ex.argvs} <= readers
 

@@ -143,7 +143,7 @@ def test_a_failed_qos_unit_refuses_that_host_and_the_other_replica_still_deploys
 
 
 def test_the_api_key_is_generated_on_the_host_and_never_written_by_the_wizard() -> None:
-    p = plan(cluster())
+    p = plan(cluster("inference:\n  entry_port: null\n"))  # no entry point: each replica keeps its own key
     [gen] = [c for ch in p.changes for c in ch.commands if "openssl" in " ".join(c.argv)]
     assert gen.argv[:2] == ["sh", "-c"] and gen.sudo and gen.input is None
     assert "openssl rand -hex 32" in gen.argv[2] and "umask 077" in gen.argv[2] and "chmod 600" in gen.argv[2]

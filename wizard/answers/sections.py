@@ -285,6 +285,11 @@ class InferenceSection(Section):
     """vLLM distributed executor backend across nodes."""
     port: TcpPort = 8000
     """OpenAI-compatible API port on the head node."""
+    entry_port: TcpPort | None = 8080
+    """Port of the one OpenAI-compatible entry point (nginx) that spreads requests over the replicas, with passive
+    health checks and retries; installed when there are two replicas or more. None: no entry point."""
+    entry_host: str | None = None
+    """Host that runs the entry point. None: the head of the first replica."""
     ray_port: TcpPort = 6379
     """Ray GCS port on the head node."""
     max_model_len: int = Field(default=8192, ge=256, le=1_048_576)

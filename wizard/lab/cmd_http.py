@@ -127,7 +127,11 @@ async def curl(ctx: Ctx) -> int:
         head = [f"HTTP/1.1 {reply.status}", "content-type: application/json"]
         head += [f"{k}: {v}" for k, v in reply.headers.items()]
         ctx.out.write("\r\n".join(head) + "\r\n\r\n")
-    ctx.out.write(reply.text)
+    output = opts.get("-o") or opts.get("--output")
+    if output is None:
+        ctx.out.write(reply.text)
+    elif output != "/dev/null":
+        ctx.fs.install(ctx.path(output), reply.text)
     fmt = opts.get("-w") or opts.get("--write-out")
     if fmt:
         fmt = fmt.replace("\\n", "\n").replace("%{http_code}", str(reply.status))

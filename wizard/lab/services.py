@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from wizard.lab.host import SimHost
 
 UNIT_DIRS = ("/etc/systemd/system", "/run/systemd/system", "/lib/systemd/system")
+# Units shipped by packages whose programs the lab runs as written (other packaged units are modelled by hooks or
+# stand for daemons the lab does not run): nginx, the inference entry point's load balancer (wizard/lab/nginx_sim.py).
+RUN_PACKAGED = {"nginx.service"}
 BOOT_TARGETS = ("sysinit.target", "network-online.target", "network.target", "multi-user.target", "default.target")
 
 
@@ -259,7 +262,8 @@ async def start(host: SimHost, unit: Unit, action: str = "start", depth: int = 0
         host.journal_log(unit.name, f"Finished {unit.description}.")
         return True
     rt.state, rt.sub, rt.status = "active", "running", 0
-    lines = unit.all("Service", "ExecStart") if unit.name not in HOOKS and not unit.path.startswith("/lib/") else []
+    runs = unit.name not in HOOKS and (not unit.path.startswith("/lib/") or unit.name in RUN_PACKAGED)
+    lines = unit.all("Service", "ExecStart") if runs else []
     pre = bool(lines and unit.all("Service", "ExecStartPre"))
     if lines:
         from wizard.lab.service_main import run_simple  # it calls back into this module
