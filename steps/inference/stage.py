@@ -186,7 +186,11 @@ class Inference(Step):
         if not view.answers.inference.enabled:
             return []
         layout = build_layout(view)
-        shown = [c for c in host_checks(layout.effective(view), layout, host) if c.id in ("health", "probe")]
+        shown = [
+            c
+            for c in host_checks(layout.effective(view), layout, host)
+            if c.id in ("health", "engine_nccl", "probe", "entry_point")
+        ]
         lines = [f"{c.title}: {c.evidence}" for c in shown if c.status in ("pass", "warn")]
         node = layout.node(host)
         if node is not None and node in layout.api_nodes():

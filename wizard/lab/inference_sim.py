@@ -335,6 +335,11 @@ def out_of_memory(host: SimHost, model: str, gpus: int, utilization: float) -> s
     return None
 
 
+# Mixture-of-experts models compute with their active parameters per token (model cards: DeepSeek-V3/R1 37B of
+# 671B, Mixtral 8x7B 12.9B of 46.7B); the decode-time estimate below uses those.
+ACTIVE_BILLION = {"deepseek-ai/DeepSeek-V3": 37.0, "deepseek-ai/DeepSeek-R1": 37.0}
+
+
 def completion(ep: Endpoint, body: dict[str, Any]) -> tuple[int, dict[str, Any], float]:
     """(status, response, simulated seconds) for a /v1/completions request."""
     if body.get("model") != ep.model:
@@ -342,7 +347,8 @@ def completion(ep: Endpoint, body: dict[str, Any]) -> tuple[int, dict[str, Any],
         return 404, {"object": "error", "message": message, "type": "NotFoundError", "param": None, "code": 404}, 0.004
     tokens = int(body.get("max_tokens") or 16)
     prompt = max(1, round(len(str(body.get("prompt", "")).split()) * 1.3))
-    per_token = 0.004 + 0.00045 * ep.params_billion / ep.tp * ep.pp + 0.0015 * (ep.pp - 1)
+    active = ACTIVE_BILLION.get(ep.model, ep.params_billion)
+    per_token = 0.004 + 0.00045 * active / ep.tp * ep.pp + 0.0015 * (ep.pp - 1)
     jitter = 1.0 + ((ep.served * 7919) % 11 - 5) / 200
     seconds = (0.04 + prompt * 0.0004 + tokens * per_token * (1 + 0.08 * (ep.in_flight - 1))) * jitter
     ep.served += 1

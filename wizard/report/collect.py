@@ -15,6 +15,7 @@ from wizard.engine.state import HostRecord, StateStore, now
 from wizard.errors import StateError
 from wizard.report.model import HostSection, RunReport, StageRow, StageTotal
 from wizard.report.redact import redact_tree, report_redactor
+from wizard.report.serving import collect_serving
 
 LOG_TAIL_LINES = 25
 _TAIL_BYTES = 256 * 1024  # logs grow to megabytes; the tail of a failed host is all the report shows
@@ -60,6 +61,7 @@ def collect(state_dir: Path, *, redact: Callable[[str], str] | None = None) -> R
         verdict=_verdict(hosts),
         stages=totals,
         hosts=hosts,
+        serving=collect_serving(store, names),
         validation=validation,
         validation_note=note,
     )

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from wizard.engine.step import CheckItem
+from wizard.report.serving import ServingSummary
 from wizard.validate.model import Report
 
 REPORT_KIND = "roce-wizard-run-report"
@@ -70,5 +71,6 @@ class RunReport(_Model):
     verdict: Literal["verified", "failed", "incomplete"]
     stages: list[StageTotal] = Field(default_factory=list)
     hosts: list[HostSection] = Field(default_factory=list)
+    serving: ServingSummary | None = None  # the inference replicas and the entry point, when the stage served
     validation: Report | None = None  # the latest bwtest saved in <state>/validation/
     validation_note: str = ""  # why there is none, or where it came from
