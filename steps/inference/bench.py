@@ -227,3 +227,16 @@ async def engine_nccl(executor: Executor, unit: str) -> dict[str, Any]:
         "gid_index": first["gid_index"],
         "hosts": sorted(hosts),
     }
+
+
+async def until_routed(executor: Executor, cfg: InferenceSection, upstream: str, timeout_s: float) -> bool:
+    """Completions through the entry point until ``upstream`` answers one: nginx takes a replica back only after
+    its fail_timeout, so a replica that answers /health may still be skipped for a while."""
+    argv = completion_argv(cfg, cfg.entry_port)
+    start = time.monotonic()
+    while time.monotonic() - start < timeout_s:
+        result = await executor.run(argv, sudo=True, timeout_s=660)
+        if result.ok and parse_completion(result.stdout).get("upstream") == upstream:
+            return True
+        await asyncio.sleep(0.5)
+    return False

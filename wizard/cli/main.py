@@ -20,6 +20,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "bwtest": ("bwtest", "RDMA bandwidth per rail and pair, latency, incast, NCCL"),
     "doctor": ("doctor", "troubleshooting trees on every host: evidence and fix"),
     "switch-config": ("switch_config", "lossless switch configuration for the ports LLDP found"),
+    "inference": ("inference", "restart the serving replicas one at a time, the entry point staying up"),
     "export": ("export", "the verified design for Ansible or Kubernetes"),
     "report": ("report", "the whole run from a state directory, as HTML or JSON"),
     "metrics": ("metrics", "Prometheus exporter of PFC/ECN/CNP counters, link state"),

@@ -44,6 +44,7 @@ class Site:
     retry_on: tuple[str, ...] = ("error", "timeout")
     upstream_header: str | None = None
     next_index: int = 0
+    time_scale: float = 1.0  # the lab's: fail_timeout passes in simulated seconds
 
 
 @dataclass
@@ -138,9 +139,10 @@ async def proxy(site: Site, path: str, headers: list[str], body: str | None, for
             if site.upstream_header:
                 reply.headers[site.upstream_header] = server.address
             return reply
-        server.fails = [t for t in server.fails if now - t < server.fail_timeout_s] + [now]
+        window = server.fail_timeout_s * site.time_scale
+        server.fails = [t for t in server.fails if now - t < window] + [now]
         if len(server.fails) >= server.max_fails:
-            server.down_until = now + server.fail_timeout_s
+            server.down_until = now + window
     return Reply(502, "<html><head><title>502 Bad Gateway</title></head></html>")
 
 
@@ -163,6 +165,8 @@ async def nginx(ctx: Ctx) -> int:
         raise CommandFailed("\n".join(errors))
     unit, pid, env, memlock = st.unit_context(ctx)
     proc = st.Proc(ctx.host, unit, pid, env, memlock)
+    for site in sites.values():
+        site.time_scale = ctx.host.time_scale
     st.world(ctx.host).nginx[ctx.host.name] = Running(proc, sites)
     from wizard.lab.cmd_inference_engines import _park
 
