@@ -54,6 +54,12 @@ async def _probe(args: argparse.Namespace, answers: Any) -> dict[str, dict[str, 
     from wizard.engine.session import session_for_args
 
     async with session_for_args(args, answers) as session:
+        if args.demo:
+            # The simulated hosts start bare: install the driver the answers ask for first, as an operator exports
+            # after the ofed stage (DOCA renames the RDMA devices; k8s_checks refuses the inbox names otherwise).
+            from wizard.engine.runner import RunOptions
+
+            await session.runner.run(RunOptions(stages=["discovery", "ofed"], allow_disruptive=True, demo=True))
         await session.runner.plan_all(FACT_STAGES)
         return {h.name: dict(session.runner.facts.get(h.name, {})) for h in answers.hosts}
 

@@ -51,9 +51,27 @@ def check(inputs: K8sInputs, *, driver_container: bool = False) -> Findings:
     _qos_limits(inputs, out)
     out.warnings.append(
         f"every DaemonSet, pool and test pod selects nodes labelled {NFD_LABEL}=true: Node Feature Discovery must "
-        "run (nfd.enabled in the network-operator chart, or the GPU Operator's NFD); without it nothing is scheduled"
+        "run; helm-values.yaml leaves it to the GPU Operator (install that first), so set nfd.enabled: true there"
+        " only on a cluster without the GPU Operator"
     )
+    _device_names(inputs, out)
     return out
+
+
+def _device_names(inputs: K8sInputs, out: Findings) -> None:
+    """An export made before the DOCA/MLNX_OFED driver is in names the inbox devices (rocep<bus>s<slot>f<fn>); the
+    driver renames them mlx5_N, so NCCL_IB_HCA and the test pods would name devices that no longer exist."""
+    stack = inputs.answers.ofed.stack
+    if stack == "inbox":
+        return
+    early = [h.name for h in inputs.hosts if not h.disc.ofed_stack and any(
+        (p.rdma_device or "").startswith("rocep") for p in h.disc.rdma_ports())]  # fmt: skip
+    if early:
+        out.refusals.append(
+            f"{', '.join(early)} still run the inbox driver (RDMA devices rocep*), but the answers install {stack},"
+            " which renames them mlx5_N: the exported NCCL_IB_HCA and test pods would name devices that will not exist."
+            " Run the ofed stage first (roce-wizard --answers FILE --to ofed), then export again"
+        )
 
 
 def _bonds(inputs: K8sInputs, out: Findings) -> None:

@@ -10,6 +10,7 @@ from wizard.export.k8s_checks import NFD_LABEL, host_driver, pool_plan
 from wizard.export.k8s_inputs import K8sInputs, Rail
 
 RELEASE = "v25.7.0"
+NIC_CONFIG_VERSION = f"network-operator-{RELEASE}"  # how NVIDIA tags the NIC Configuration Operator's images
 OPERATOR_NAMESPACE = "nvidia-network-operator"
 NETWORK_NAMESPACE = "default"
 RESOURCE_PREFIX = "rdma"
@@ -55,6 +56,17 @@ def nic_cluster_policy(inputs: K8sInputs, *, driver_container: bool = False) -> 
         "config": json.dumps(device_plugin_config(inputs), indent=2),
     }
     spec["nvIpam"] = {**_image("nvidia-k8s-ipam"), "enableWebhook": False}
+    # The NIC Configuration Operator is switched on here, in the policy (Network Operator >= 25.4 has no Helm key for
+    # it); it needs the Maintenance Operator, which helm-values.yaml enables (network-operator docs,
+    # nic-conf-operator/nic-fw-configuration). Images: the operator's own release tag.
+    spec["nicConfigurationOperator"] = {
+        "operator": {"image": "nic-configuration-operator", "repository": _MELLANOX, "version": NIC_CONFIG_VERSION},
+        "configurationDaemon": {
+            "image": "nic-configuration-operator-daemon",
+            "repository": _MELLANOX,
+            "version": NIC_CONFIG_VERSION,
+        },
+    }
     spec["secondaryNetwork"] = {"cniPlugins": _image("plugins"), "multus": _image("multus-cni")}
     return {
         "apiVersion": "mellanox.com/v1alpha1",

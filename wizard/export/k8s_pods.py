@@ -15,6 +15,7 @@ PERFTEST_BASE_PORT = 18515
 PERFTEST_IMAGE = "mellanox/rping-test"
 NCCL_IMAGE = "nvcr.io/nvidia/pytorch:24.12-py3"
 NCCL_PORT = 29500
+SHM_SIZE = "16Gi"  # NVIDIA's container guides run NCCL with --shm-size of gigabytes; 8 ranks need more than 64 MiB
 Obj = dict[str, Any]
 
 
@@ -54,14 +55,23 @@ def _annotation(inputs: K8sInputs) -> str:
     return ",".join(f"{NETWORK_NAMESPACE}/{rail.name}" for rail in inputs.rails)
 
 
-def _pod(name: str, host: str, container: Obj, inputs: K8sInputs, extra: dict[str, int] | None = None) -> Obj:
+def _pod(
+    name: str, host: str, container: Obj, inputs: K8sInputs, extra: dict[str, int] | None = None, shm: bool = False
+) -> Obj:
     wanted = {**_rail_resources(inputs), **(extra or {})}
+    mounts = [{"name": "scripts", "mountPath": "/scripts"}]
+    volumes: list[Obj] = [{"name": "scripts", "configMap": {"name": SCRIPTS, "defaultMode": 0o755}}]
+    if shm:
+        # NCCL's ranks in one pod talk through /dev/shm; a container's default 64 MiB is too small for 8 GPUs (NCCL
+        # troubleshooting: "failed to extend /dev/shm"). A memory-backed emptyDir counts as the pod's memory.
+        mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
+        volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHM_SIZE}})
     container = {
         **container,
         "securityContext": {"capabilities": {"add": ["IPC_LOCK"]}},
         # No memory limit: RDMA pins (locks) memory, and a limit makes ibv_reg_mr fail ("Couldn't allocate MR").
         "resources": {"requests": dict(wanted), "limits": dict(wanted)},
-        "volumeMounts": [{"name": "scripts", "mountPath": "/scripts"}],
+        "volumeMounts": mounts,
     }
     return {
         "apiVersion": "v1",
@@ -78,7 +88,7 @@ def _pod(name: str, host: str, container: Obj, inputs: K8sInputs, extra: dict[st
             "restartPolicy": "Never",
             "nodeSelector": {"kubernetes.io/hostname": host, NFD_LABEL: "true"},
             "containers": [container],
-            "volumes": [{"name": "scripts", "configMap": {"name": SCRIPTS, "defaultMode": 0o755}}],
+            "volumes": volumes,
         },
     }
 
@@ -141,5 +151,5 @@ def nccl_pods(inputs: K8sInputs, pair: tuple[str, str]) -> list[Obj]:
             ],
             "env": [{"name": k, "value": v} for k, v in env.items()],
         }
-        pods.append(_pod(f"nccl-{rank}", host, container, inputs, {"nvidia.com/gpu": per_node}))
+        pods.append(_pod(f"nccl-{rank}", host, container, inputs, {"nvidia.com/gpu": per_node}, shm=True))
     return pods

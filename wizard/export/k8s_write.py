@@ -77,7 +77,8 @@ def build(inputs: K8sInputs, *, driver_container: bool = False) -> list[Manifest
         Manifest(
             "40-nic-configuration.yaml",
             "NIC Configuration Operator templates: trust dscp and PFC on the lossless priority (see README for what\n"
-            "they cannot express). Needs nicConfigurationOperator.enabled=true in the Helm values.",
+            "they cannot express). The operator runs from 10-nic-cluster-policy.yaml and drains nodes through the\n"
+            "Maintenance Operator (maintenanceOperator.enabled in helm-values.yaml).",
             objects.nic_configuration_templates(inputs),
         ),
     ]
@@ -107,8 +108,15 @@ def helm_values() -> str:
         f"# Helm values for nvidia/network-operator {objects.RELEASE}:\n"
         f"#   helm install network-operator nvidia/network-operator -n {objects.OPERATOR_NAMESPACE} "
         f"--create-namespace --version {objects.RELEASE} -f helm-values.yaml\n"
-        f"nfd:\n  enabled: true  # the manifests select nodes by {NFD_LABEL}; keep false only if NFD already runs\n"
-        "nicConfigurationOperator:\n  enabled: true  # applies 40-nic-configuration.yaml\n"
+        "# Install the NVIDIA GPU Operator first (helm install gpu-operator nvidia/gpu-operator -n gpu-operator\n"
+        "#   --create-namespace --set driver.enabled=false): the wizard installed the GPU driver on the hosts,\n"
+        "#   and the GPU Operator deploys Node Feature Discovery. NVIDIA: one NFD per cluster, the GPU Operator's.\n"
+        "nfd:\n  enabled: false  # the GPU Operator's NFD labels the nodes\n"
+        f"  deployNodeFeatureRules: true  # the rule that sets {NFD_LABEL}, which every manifest here selects\n"
+        "# The NIC Configuration Operator (enabled in 10-nic-cluster-policy.yaml, applies 40-nic-configuration.yaml)\n"
+        "# drains a node through the Maintenance Operator before it changes the NIC.\n"
+        "maintenanceOperator:\n  enabled: true\n"
+        "maintenance-operator-chart:\n  operatorConfig:\n    deploy: true\n"
         "sriovNetworkOperator:\n  enabled: false\n"
     )
 
@@ -132,7 +140,11 @@ host names of the answers (the test pods select `kubernetes.io/hostname`).
 {rails}
 
 ## Apply
+The NVIDIA GPU Operator comes first: it exposes the GPUs (`nvidia.com/gpu`) and deploys the one Node Feature
+Discovery the cluster should run (`helm-values.yaml` keeps the Network Operator's own NFD off). The wizard already
+installed the GPU driver on the hosts, so the GPU Operator must not install another.
 ```
+helm install gpu-operator nvidia/gpu-operator -n gpu-operator --create-namespace --set driver.enabled=false
 helm install network-operator nvidia/network-operator -n {objects.OPERATOR_NAMESPACE} --create-namespace \\
   --version {objects.RELEASE} -f helm-values.yaml
 {files}

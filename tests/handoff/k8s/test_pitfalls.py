@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import ipaddress
 
+import yaml
+
 from wizard.answers.model import Answers
 from wizard.cli.export_k8s import export
 from wizard.export.k8s_checks import NFD_LABEL, check, pool_plan
 from wizard.export.k8s_inputs import HostRail, Rail, gather
 from wizard.export.k8s_objects import ip_pool, nic_cluster_policy, nic_configuration_templates
-from wizard.export.k8s_write import build
+from wizard.export.k8s_write import build, helm_values
 
 
 def _no_driver(facts):  # type: ignore[no-untyped-def]
@@ -26,12 +28,12 @@ def test_host_driver_means_no_ofed_driver_and_a_comment_why(answers, facts):
     policy = manifests[0]
     assert "ofedDriver" not in policy.objects[0]["spec"]
     assert "  # ofedDriver is left out on purpose" in policy.text()
-    assert "server1: inbox mlx5_core" in policy.text()
+    assert "server1: DOCA 24.10-1.1.4.0" in policy.text()
 
 
 def test_driver_container_asked_for_over_a_host_driver_is_a_warning(answers, facts):
     findings = check(gather(answers, facts), driver_container=True)
-    assert any(w.startswith("--driver-container ignored: server1 (inbox mlx5_core)") for w in findings.warnings)
+    assert any(w.startswith("--driver-container ignored: server1 (DOCA 24.10-1.1.4.0)") for w in findings.warnings)
 
 
 def test_driver_container_only_where_no_host_has_a_driver(answers, facts):
@@ -59,7 +61,26 @@ def test_bond_topology_is_refused_and_nothing_written(answers, facts, tmp_path, 
 def test_a_port_enslaved_to_a_bond_outside_the_design_is_refused(answers, facts):
     facts["server2"]["discovery"]["ports"][0]["master"] = "bond0"
     refusals = check(gather(answers, facts)).refusals
-    assert any(r.startswith("server2: ens1f0np0 (rocep59s0f0) is enslaved to bond0") for r in refusals)
+    assert any(r.startswith("server2: ens1f0np0 (mlx5_0) is enslaved to bond0") for r in refusals)
+
+
+def test_an_export_before_the_driver_stage_is_refused_because_doca_renames_the_devices(answers, facts):
+    for host in facts.values():
+        disc = host["discovery"]
+        disc["ofed_stack"], disc["ofed_version"] = None, None
+        for n, port in enumerate(p for p in disc["ports"] if p.get("rdma_device")):
+            port["rdma_device"] = f"rocep59s0f{n}"  # the inbox driver's names, before DOCA
+    [refusal] = check(gather(answers, facts)).refusals
+    assert refusal.startswith("server1, server2 still run the inbox driver (RDMA devices rocep*)")
+    assert "roce-wizard --answers FILE --to ofed" in refusal
+
+
+def test_the_helm_values_leave_nfd_to_the_gpu_operator_and_enable_the_maintenance_operator():
+    values = yaml.safe_load(helm_values())
+    assert values["nfd"] == {"enabled": False, "deployNodeFeatureRules": True}
+    assert values["maintenanceOperator"] == {"enabled": True}
+    assert "nicConfigurationOperator" not in values  # no such Helm key since network-operator 25.4
+    assert "--set driver.enabled=false" in helm_values()  # the GPU Operator prerequisite, with the host driver
 
 
 def test_missing_discovery_facts_are_refused(answers, facts):

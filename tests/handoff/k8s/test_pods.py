@@ -31,10 +31,10 @@ def test_perftest_pods_use_every_rail_across_two_nodes(answers, facts):
     assert client["spec"]["containers"][0]["command"][1:] == [
         "client",
         "server.rdma-test",
-        "rocep59s0f0:net1:18515",
-        "rocep59s0f1:net2:18516",
-        "rocep134s0f0:net3:18517",
-        "rocep134s0f1:net4:18518",
+        "mlx5_0:net1:18515",  # the names DOCA gives the devices: the export runs after the ofed stage
+        "mlx5_1:net2:18516",
+        "mlx5_2:net3:18517",
+        "mlx5_3:net4:18518",
     ]
 
 
@@ -42,7 +42,11 @@ def test_nccl_pods_take_the_gpus_and_rail_devices_found(answers, facts):
     inputs = gather(answers, facts)
     rank0, rank1 = nccl_pods(inputs, pair_hosts(inputs))
     env = {e["name"]: e["value"] for e in rank0["spec"]["containers"][0]["env"]}
-    assert env["NCCL_IB_HCA"] == "=rocep59s0f0,rocep59s0f1,rocep134s0f0,rocep134s0f1"
+    assert env["NCCL_IB_HCA"] == "=mlx5_0,mlx5_1,mlx5_2,mlx5_3"
+    # 8 ranks in one pod share memory through /dev/shm: a memory-backed volume, not the container's 64 MiB
+    container = rank0["spec"]["containers"][0]
+    assert {"name": "dshm", "mountPath": "/dev/shm"} in container["volumeMounts"]
+    assert {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}} in rank0["spec"]["volumes"]
     assert env["NCCL_IB_TC"] == "106" and env["NCCL_CROSS_NIC"] == "0"
     assert rank1["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 8
     assert "--node-rank=1" in rank1["spec"]["containers"][0]["command"]
