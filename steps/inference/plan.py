@@ -12,6 +12,7 @@ from steps.inference.units import (
     ENGINE_UNIT,
     ENV_PATH,
     KEY_ENV,
+    LOCK_PATH,
     NON_CARRY_PATH,
     RAY_UNIT,
     TOKEN_PATH,
@@ -20,7 +21,9 @@ from steps.inference.units import (
     engine_unit,
     env_file,
     install_commands,
+    install_locked,
     key_command,
+    lock_command,
     non_carry_over,
     package_problems,
     ray_unit,
@@ -165,14 +168,7 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str, api_
             )
         )
     missing = package_problems(cfg, facts.get("packages") or {}, build) if python else [f"new venv {cfg.venv}"]
-    if missing:
-        changes.append(
-            Change(
-                summary=f"pip install {build.spec}{' and Ray >= 2.52' if uses_ray(cfg) else ''} into {cfg.venv}",
-                why="; ".join([*missing, build.why]),
-                commands=[RemoteCommand(argv=argv, timeout_s=3600) for argv in install_commands(cfg, build)],
-            )
-        )
+    changes += _install_changes(view, layout, node, facts, build, missing)
     download, refused = plan_weights(cfg, host, facts.get("weights") or {}, model_gb(cfg))
     if refused:
         plan.blockers.append(refused)
@@ -238,6 +234,54 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str, api_
             f" {cfg.model}, TP {cfg.tensor_parallel_size} x PP {cfg.pipeline_parallel_size}, {role})"
         )
     return plan
+
+
+def _install_changes(
+    view: ClusterView, layout: Layout, node: Node, facts: dict[str, Any], build: Build, missing: list[str]
+) -> list[Change]:
+    """The engine install. In a group over several nodes the head installs and freezes its venv into LOCK_PATH;
+    every other host of the group installs exactly that lock (Ray refuses mismatched nodes, and a replica whose
+    hosts resolved different versions fails in ways no check names)."""
+    cfg = view.answers.inference
+    head = layout.head_of(node)
+    spans = len(layout.members(node)) > 1
+    files = facts.get("files") or {}
+    if spans and node is not head:
+        head_facts = view.stage_facts(head.host, "inference") or {}
+        lock = (head_facts.get("files") or {}).get(LOCK_PATH)
+        if lock:
+            theirs, mine = head_facts.get("packages") or {}, facts.get("packages") or {}
+            differ = [f"{n} {mine.get(n)} here, {theirs.get(n)} on {head.host}" for n in ("vllm", "sglang", "ray",
+                      "torch") if theirs.get(n) != mine.get(n)]  # fmt: skip
+            if not differ and files.get(LOCK_PATH) == lock:
+                return []
+            # The indexes of the head's build (its +cuXXX wheels), not of what this host had.
+            build = choose_build(cfg, node.host, node.gpu_driver, None, theirs.get(cfg.engine))
+            return [
+                Change(
+                    summary=f"pip install the versions of {head.host} (its {LOCK_PATH}) into {cfg.venv}",
+                    why="the same versions on every host of the group: "
+                    + ("; ".join(differ) if differ else "the head's lock file changed"),
+                    files=[FileWrite(path=LOCK_PATH, content=lock, before=files.get(LOCK_PATH))],
+                    commands=[RemoteCommand(argv=install_locked(cfg, build), timeout_s=3600)],
+                )
+            ]
+    if not missing:
+        if spans and node is head and not files.get(LOCK_PATH):
+            return [Change(summary=f"record the venv's versions in {LOCK_PATH}", why="the group's other hosts"
+                           " install exactly these (pip freeze)", commands=[lock_command(cfg)])]  # fmt: skip
+        return []
+    commands = [RemoteCommand(argv=argv, timeout_s=3600) for argv in install_commands(cfg, build)]
+    if spans:
+        commands.append(lock_command(cfg))
+    return [
+        Change(
+            summary=f"pip install {build.spec}{' and Ray >= 2.52' if uses_ray(cfg) else ''} into {cfg.venv}",
+            why="; ".join([*missing, build.why])
+            + (f"; then pip freeze into {LOCK_PATH} for the group's other hosts" if spans else ""),
+            commands=commands,
+        )
+    ]
 
 
 def _unit_change(

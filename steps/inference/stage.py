@@ -23,6 +23,7 @@ from steps.inference.units import (
     ENV_PATH,
     KEY_ENV,
     KEY_HEADER,
+    LOCK_PATH,
     NON_CARRY_PATH,
     QOS_UNIT,
     RAY_UNIT,
@@ -38,7 +39,15 @@ from wizard.executors.base import Executor
 
 _PACKAGES = ("vllm", "sglang", "ray", "torch")
 # The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
-FILES = (ENV_PATH, f"{UNIT_DIR}/{RAY_UNIT}", f"{UNIT_DIR}/{ENGINE_UNIT}", WAIT_PATH, NON_CARRY_PATH, ENTRY_CONF)
+FILES = (
+    ENV_PATH,
+    f"{UNIT_DIR}/{RAY_UNIT}",
+    f"{UNIT_DIR}/{ENGINE_UNIT}",
+    WAIT_PATH,
+    NON_CARRY_PATH,
+    ENTRY_CONF,
+    LOCK_PATH,
+)
 KEY_DIGEST = ["sha256sum", KEY_ENV]
 NGINX_VERSION = ["nginx", "-v"]
 TOKEN_DIGEST = ["sha256sum", TOKEN_PATH]
@@ -197,6 +206,15 @@ class Inference(Step):
             kind = f"replica {node.group + 1} of {len(layout.groups())}" if layout.replicas else "the group"
             lines.append(f"endpoint ({kind}): {endpoint(view.answers.inference, node.ip)} (key: {KEY_ENV} on {host})")
         return lines
+
+    def apply_waves(self, view: ClusterView, hosts: list[str]) -> list[list[str]]:
+        """Heads of groups that span nodes first (they install and write the lock file), then the other hosts,
+        planned again from the heads' lock files."""
+        if not view.answers.inference.enabled:
+            return [hosts]
+        layout = build_layout(view)
+        followers = {n.host for n in layout.nodes if n.rank > 0}
+        return [[h for h in hosts if h not in followers], [h for h in hosts if h in followers]]
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         if not view.answers.inference.enabled:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import posixpath
 import re
+import shlex
 
 from steps.inference.builds import Build
 from steps.inference.layout import Layout, Node
@@ -321,3 +322,20 @@ def package_problems(cfg: InferenceSection, packages: dict[str, str], build: Bui
         elif version_tuple(ray)[:2] < RAY_MIN_VERSION:
             problems.append(f"ray {ray} is older than 2.52 (no token authentication; CVE-2025-62593)")
     return problems
+
+
+def lock_command(cfg: InferenceSection) -> RemoteCommand:
+    """Write the head's `pip freeze` to LOCK_PATH (atomically): the group's other hosts install exactly it."""
+    python = shlex.quote(venv_bin(cfg, "python"))
+    lock = shlex.quote(LOCK_PATH)
+    script = (
+        f"set -e; mkdir -p {shlex.quote(posixpath.dirname(LOCK_PATH))};"
+        f" {python} -m pip freeze --disable-pip-version-check > {lock}.new; mv {lock}.new {lock}"
+    )
+    return RemoteCommand(argv=["sh", "-c", script])
+
+
+def install_locked(cfg: InferenceSection, build: Build) -> list[str]:
+    """Install the group head's exact versions (its lock file, copied here) into this host's venv."""
+    python = venv_bin(cfg, "python")
+    return [python, "-m", "pip", "install", "--disable-pip-version-check", *build.index_args, "-r", LOCK_PATH]

@@ -11,7 +11,7 @@ from steps.discovery.facts import DiscoveryFacts, Gpu
 from steps.inference.layout import build_layout
 from steps.inference.plan import desired_files
 from steps.inference.stage import Inference
-from steps.inference.units import ENGINE_UNIT, ENV_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
+from steps.inference.units import ENGINE_UNIT, ENV_PATH, LOCK_PATH, RAY_UNIT, TOKEN_PATH, UNIT_DIR
 from tests.steps.facts_builder import REFERENCE_PORTS, answers, port, reference_host, view
 from wizard.engine.step import ClusterView, HostPlan, Impact
 
@@ -91,10 +91,11 @@ def configured(v: ClusterView, **override: Any) -> ClusterView:
         units = {
             p.rsplit("/", 1)[1]: {"active": "active", "enabled": "enabled"} for p in files if p.startswith(UNIT_DIR)
         }
+        lock = "ray==2.52.1\nsglang==0.5.19\ntorch==2.8.0\nvllm==0.11.0\n"  # the head's pip freeze, copied
         v.facts[host]["inference"].update(
             python="3.10.12",
             packages={"vllm": "0.11.0", "ray": "2.52.1", "torch": "2.8.0", "sglang": "0.5.19"},
-            files=dict(files),
+            files={**files, LOCK_PATH: lock},
             units=units,
             ray_token_sha256="ab12",
             api_key={"env": "600 root", "header": "600 root"},
@@ -285,7 +286,8 @@ def test_ray_older_than_2_52_is_upgraded_for_token_auth() -> None:
     v = configured(cluster())
     v.facts["server2"]["inference"]["packages"]["ray"] = "2.40.0"
     p = plan(v, "server2")
-    assert p.changes[0].why.startswith("ray 2.40.0 is older than 2.52 (no token authentication; CVE-2025-62593)")
+    # a worker of a spanning group takes the head's versions (its lock file) rather than resolving its own
+    assert "ray 2.40.0 here, 2.52.1 on server1" in p.changes[0].why
     assert p.changes[-1].commands[-1].argv == ["systemctl", "restart", RAY_UNIT]
 
 
@@ -332,3 +334,26 @@ def test_switching_to_mp_stops_the_ray_units() -> None:
 def test_a_disabled_stage_plans_nothing_with_the_reason() -> None:
     p = plan(cluster("inference:\n  enabled: false\n"))
     assert p.changes == [] and p.noop_reason == "inference.enabled is false in the answers; nothing deployed"
+
+
+def test_the_head_installs_and_freezes_and_a_worker_installs_exactly_the_heads_lock() -> None:
+    v = cluster()
+    [install] = [c for c in plan(v).changes if c.summary.startswith("pip install vllm==0.33.0+cu129")]
+    assert (
+        install.commands[-1].argv[:2] == ["sh", "-c"]
+        and f"pip freeze --disable-pip-version-check > {LOCK_PATH}.new" in (install.commands[-1].argv[2])
+    )
+    lock = "ray==2.60.0\ntorch==2.9.1+cu129\nvllm==0.33.0+cu129\n"
+    head = {"python": "3.10.12", "packages": {"vllm": "0.33.0+cu129", "ray": "2.60.0"}, "files": {LOCK_PATH: lock}}
+    v.facts["server1"]["inference"].update(head)
+    v.facts["server2"]["inference"].update(python="3.10.12", packages={"vllm": "0.32.0", "ray": "2.60.0"})
+    [locked] = [c for c in plan(v, "server2").changes if "versions of server1" in c.summary]
+    assert "vllm 0.32.0 here, 0.33.0+cu129 on server1" in locked.why
+    assert [f.path for f in locked.files] == [LOCK_PATH] and locked.files[0].content == lock
+    assert locked.commands[0].argv[-2:] == ["-r", LOCK_PATH] and "https://wheels.vllm.ai/0.33.0/cu129" in (
+        locked.commands[0].argv
+    )
+
+
+def test_heads_of_spanning_groups_are_applied_before_their_workers() -> None:
+    assert STEP.apply_waves(cluster(), ["server1", "server2"]) == [["server1"], ["server2"]]

@@ -13,10 +13,12 @@ import asyncio
 import time
 from pathlib import Path
 
-from steps.inference.units import ENGINE_UNIT
+import pytest
+
+from steps.inference.units import ENGINE_UNIT, LOCK_PATH
 from tests.steps.test_inference_demo import RAILS, answers, cluster, run  # noqa: F401 - answers is a fixture
 from wizard.answers.model import Answers
-from wizard.lab import Lab
+from wizard.lab import Lab, inference_sim
 
 
 async def persist_rails(lab: Lab) -> None:
@@ -58,3 +60,26 @@ async def test_a_rebooted_worker_takes_the_group_down_and_it_comes_back_by_itsel
         journal = "\n".join(e.message for e in lab.host("server1").journal if e.unit == ENGINE_UNIT)
         assert "status=0/SUCCESS" in journal and "Scheduled restart job" in journal
         assert "the Ray cluster has 16 GPUs (this group needs 16); starting the engine" in journal
+
+
+async def test_a_worker_installed_after_a_new_release_gets_the_heads_versions_from_its_lock_file(
+    answers: Answers,  # noqa: F811 - the fixture
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """server1 got vLLM 0.33.0 earlier; 0.34.0 is out when server2 is installed. pip alone would give the group two
+    releases (Ray and vLLM refuse mixed nodes); the head's pip freeze, copied, gives server2 exactly server1's."""
+    answers.inference.layout = "span"
+    async with cluster(answers) as lab:
+        head = lab.host("server1")
+        indexes = "--extra-index-url https://wheels.vllm.ai/0.33.0/cu129 --extra-index-url https://download.pytorch.org/whl/cu129"
+        venv = "/opt/roce-wizard/venv"
+        pip = f"{venv}/bin/python -m pip install {indexes} vllm==0.33.0+cu129 'ray[cgraph]>=2.52'"
+        setup = f"apt-get install -y python3-venv && python3 -m venv {venv} && {pip}"
+        assert (await head.run(setup)).status == 0
+        monkeypatch.setitem(inference_sim.LATEST, "vllm", "0.34.0")
+        code, records, _ = await run(lab, answers, tmp_path)
+        assert code == 0, {h: r.reason for h, r in records.items()}
+        lock = head.fs.read_text(LOCK_PATH)
+        assert "vllm==0.33.0+cu129" in lock and lab.host("server2").fs.read_text(LOCK_PATH) == lock
+        assert "vllm-0.33.0+cu129.dist-info" in lab.host("server2").fs.listdir(f"{venv}/lib/python3.10/site-packages")

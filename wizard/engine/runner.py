@@ -214,10 +214,7 @@ class Runner(PlanAhead):
                     )
                     self._finish(stage, host, "pending", why, outcome)
         if to_apply:
-            await asyncio.gather(
-                *(self._bounded(self._apply(stage, h, p, options, outcome)) for h, p in to_apply.items())
-            )
-            self._check_state()
+            await self._apply_in_waves(stage, step, view, to_apply, options, outcome)
             changed = [h for h in to_apply if h not in outcome.statuses]
             if stage != "discovery" and "discovery" in self.steps:
                 await self._refresh_discovery_after(stage, changed, outcome)
@@ -230,6 +227,44 @@ class Runner(PlanAhead):
                 self._out_of_run[host] = f"stage {stage} is {status} on this host"
         self.bus.emit("stage_finished", stage=stage, statuses=dict(outcome.statuses))
         return outcome
+
+    async def _apply_in_waves(
+        self,
+        stage: str,
+        step: Step,
+        view: ClusterView,
+        to_apply: dict[str, HostPlan],
+        options: RunOptions,
+        outcome: StageOutcome,
+    ) -> None:
+        """Apply the plans, all at once or in the step's waves; a later wave is probed and planned again from what
+        the earlier ones left (its first plan was made before they ran). ``to_apply`` ends as what was applied."""
+        waves = [w for w in step.apply_waves(view, list(to_apply)) if w]
+        applied: list[str] = []
+        for number, wave in enumerate(waves):
+            if number:
+                # What the earlier waves left (e.g. the lock file a head wrote) and this wave's hosts, read again.
+                again = [h for h in applied + wave if h not in outcome.statuses]
+                await self._probe_hosts(stage, again, outcome)
+                fresh = self.view()
+                for host in [h for h in wave if h not in outcome.statuses]:
+                    plan = self._plan(stage, fresh, host)
+                    outcome.plans[host] = plan
+                    if plan.blockers:
+                        self._finish(stage, host, "failed", "; ".join(plan.blockers), outcome)
+                    elif plan.empty:
+                        to_apply.pop(host, None)  # an earlier wave made it right already
+                    elif await self._allowed(stage, plan, options):
+                        to_apply[host] = plan
+                    else:
+                        to_apply.pop(host, None)
+                        waiting = "; ".join(c.summary for c in plan.changes)
+                        why = f"{plan.impact.value} changes waiting for confirmation (re-run with --yes): {waiting}"
+                        self._finish(stage, host, "pending", why, outcome)
+            ready = [h for h in wave if h in to_apply and h not in outcome.statuses]
+            await asyncio.gather(*(self._bounded(self._apply(stage, h, to_apply[h], options, outcome)) for h in ready))
+            self._check_state()
+            applied += ready
 
     async def _allowed(self, stage: str, plan: HostPlan, options: RunOptions) -> bool:
         if plan.impact == Impact.SAFE or options.allow_disruptive:

@@ -217,6 +217,11 @@ class Step(ABC):
         """A few lines for people about what this stage found on ``host`` (shown after its checks)."""
         return []
 
+    def apply_waves(self, view: ClusterView, hosts: list[str]) -> list[list[str]]:
+        """The hosts to change, in waves: a later wave is probed and planned again once the earlier ones are done
+        (a host that copies what another installed, e.g. a lock file). Default: one wave, every host at once."""
+        return [hosts]
+
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         """Checks that compare hosts with each other (differences, pairing); empty by default."""
         return {}

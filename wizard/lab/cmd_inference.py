@@ -115,8 +115,10 @@ def _install(ctx: Ctx, venv: str, specs: list[str], opts: dict[str, list[str]] |
         if op == ">=" and st.version_tuple(chosen) < st.version_tuple(version or "0"):
             raise CommandFailed(f"ERROR: No matching distribution found for {spec}")
         cuda = chosen.partition("+")[2]
-        # PyPI hosts no local versions: vllm==X+cu129 comes only from https://wheels.vllm.ai/X/cu129 (vLLM docs).
-        if cuda and not any(url.rstrip("/").endswith(f"{chosen.partition('+')[0]}/{cuda}") for url in extra):
+        # PyPI hosts no local versions: vllm==X+cu129 comes only from https://wheels.vllm.ai/X/cu129 (vLLM docs),
+        # torch==Y+cu129 from PyTorch's https://download.pytorch.org/whl/cu129.
+        where = f"/whl/{cuda}" if name == "torch" else f"{chosen.partition('+')[0]}/{cuda}"
+        if cuda and not any(url.rstrip("/").endswith(where) for url in extra):
             raise CommandFailed(
                 f"ERROR: Could not find a version that satisfies the requirement {spec}\n"
                 f"ERROR: No matching distribution found for {spec}"
@@ -144,7 +146,15 @@ async def venv_python(ctx: Ctx) -> int:
     if args[:2] == ["-m", "pip"] and len(args) > 2:
         rest, opts = split_pip_args(args[3:])
         if args[2] == "install":
+            for path in opts.get("-r", []) + opts.get("--requirement", []):
+                lines = ctx.fs.read_text(ctx.path(path)).splitlines()
+                rest += [line.split("#")[0].strip() for line in lines if line.split("#")[0].strip()]
             return _install(ctx, venv, rest, opts)
+        if args[2] == "freeze":  # pip freeze leaves pip itself out (and setuptools, wheel)
+            for name, version in sorted(st.installed(ctx.host, venv).items()):
+                if name not in ("pip", "setuptools", "wheel"):
+                    ctx.print(f"{name}=={version}")
+            return 0
         if args[2:4] == ["index", "versions"] and rest:
             latest = st.LATEST.get(rest[-1].lower())
             if latest is None:
