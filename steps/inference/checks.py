@@ -11,6 +11,7 @@ from steps.inference.units import (
     ENV_PATH,
     KEY_ENV,
     KEY_HEADER,
+    KEY_NGINX,
     LOCK_PATH,
     TOKEN_PATH,
     package_problems,
@@ -103,7 +104,7 @@ def _secret_file_items(facts: dict[str, Any], api: bool, token: bool) -> list[Ch
     """The key and token files are 0600 root (stat read by the probe); a file not read yet is left to the checks
     that need its content."""
     key = facts.get("api_key") or {}
-    modes = {KEY_ENV: key.get("env"), KEY_HEADER: key.get("header")} if api else {}
+    modes = {KEY_ENV: key.get("env"), KEY_HEADER: key.get("header"), KEY_NGINX: key.get("nginx")} if api else {}
     if token:
         modes[TOKEN_PATH] = facts.get("token_file_mode")
     read = {path: mode for path, mode in modes.items() if mode}

@@ -16,7 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from steps.inference.layout import Layout
-from steps.inference.units import HEADER, KEY_ENV, KEY_HEADER
+from steps.inference.sglang_front import SGLANG_CONF, front_conf, fronted
+from steps.inference.units import HEADER, KEY_ENV, KEY_HEADER, KEY_NGINX
 from wizard.engine.step import Change, ClusterView, FileWrite, RemoteCommand
 
 NGINX_UNIT = "nginx.service"
@@ -97,19 +98,26 @@ def shared_key_files(view: ClusterView, layout: Layout, host: str, api_key: str)
         FileWrite(path=KEY_ENV, content=f"VLLM_API_KEY={api_key}\nROCE_WIZARD_API_KEY={api_key}\n", mode=0o600,
                   secret=True),
         FileWrite(path=KEY_HEADER, content=f"Authorization: Bearer {api_key}\n", mode=0o600, secret=True),
+        FileWrite(path=KEY_NGINX, content=f'"Bearer {api_key}" 1;\n', mode=0o600, secret=True),
     ]  # fmt: skip
 
 
 def entry_change(view: ClusterView, layout: Layout, host: str, facts: dict[str, Any]) -> Change | None:
-    """nginx with the entry point's site on the entry host; nothing when it already runs with this content."""
-    if entry_host(view, layout) != host:
-        return None
+    """nginx with the sites this host needs (the entry point, SGLang's key-checking front); nothing when it already
+    runs with this content."""
     cfg = view.answers.inference
-    content = nginx_conf(view, layout)
-    before = (facts.get("files") or {}).get(ENTRY_CONF)
+    wanted: dict[str, str] = {}
+    if entry_host(view, layout) == host:
+        wanted[ENTRY_CONF] = nginx_conf(view, layout)
+    if fronted(view, layout, host):
+        wanted[SGLANG_CONF] = front_conf(view)
+    if not wanted:
+        return None
+    have = facts.get("files") or {}
     state = (facts.get("units") or {}).get(NGINX_UNIT) or {}
     installed = bool(facts.get("nginx"))
-    if installed and before == content and state.get("active") == "active" and state.get("enabled") == "enabled":
+    files = [FileWrite(path=p, content=c, before=have.get(p)) for p, c in wanted.items() if have.get(p) != c]
+    if installed and not files and state.get("active") == "active" and state.get("enabled") == "enabled":
         return None
     commands = []
     if not installed:
@@ -120,11 +128,26 @@ def entry_change(view: ClusterView, layout: Layout, host: str, facts: dict[str, 
         RemoteCommand(argv=["systemctl", "enable", NGINX_UNIT]),
         RemoteCommand(argv=["systemctl", "reload-or-restart", NGINX_UNIT]),
     ]
-    replicas = len(layout.api_nodes())
+    sites = []
+    if ENTRY_CONF in wanted:
+        sites.append(f"entry point on {host}:{cfg.entry_port} over {len(layout.api_nodes())} replicas")
+    if SGLANG_CONF in wanted:
+        sites.append(f"SGLang's API on {host}:{cfg.port} with the key checked")
     return Change(
-        summary=f"entry point on {host}:{cfg.entry_port} over {replicas} replicas (nginx)",
-        why="one OpenAI-compatible address for clients: round-robin over the replicas' APIs, a failing replica skipped"
-        f" for {FAIL_TIMEOUT_S} s, a refused request retried on the next one; nginx -t checks the file first",
-        files=[FileWrite(path=ENTRY_CONF, content=content, before=before)],
+        summary=f"{' and '.join(sites)} (nginx)",
+        why="nginx -t checks the files first. "
+        + (
+            "The entry point is one OpenAI-compatible address for clients: round-robin over the replicas' APIs, a"
+            f" failing replica skipped for {FAIL_TIMEOUT_S} s, a refused request retried on the next one. "
+            if ENTRY_CONF in wanted
+            else ""
+        )
+        + (
+            "SGLang gets no key (it would log it and show it on its command line) and listens on 127.0.0.1; nginx"
+            " answers /v1/* without the key with 401"
+            if SGLANG_CONF in wanted
+            else ""
+        ),
+        files=files,
         commands=commands,
     )

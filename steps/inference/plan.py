@@ -322,4 +322,4 @@ def _unit_change(
 def _key_present(facts: dict[str, Any]) -> bool:
     """Both key files exist, non-empty, 0600 root (stat read by the probe; the key itself is never read)."""
     key = facts.get("api_key") or {}
-    return all(key.get(name) == "600 root" for name in ("env", "header"))
+    return all(key.get(name) == "600 root" for name in ("env", "header", "nginx"))

@@ -18,11 +18,13 @@ from steps.inference.entry import ENTRY_CONF, NGINX_UNIT, entry_host
 from steps.inference.fabric import LIVE_READS, read_live
 from steps.inference.layout import Layout, Node, build_layout
 from steps.inference.plan import plan_host, serving_units
+from steps.inference.sglang_front import SGLANG_CONF
 from steps.inference.units import (
     ENGINE_UNIT,
     ENV_PATH,
     KEY_ENV,
     KEY_HEADER,
+    KEY_NGINX,
     LOCK_PATH,
     NON_CARRY_PATH,
     QOS_UNIT,
@@ -46,12 +48,13 @@ FILES = (
     WAIT_PATH,
     NON_CARRY_PATH,
     ENTRY_CONF,
+    SGLANG_CONF,
     LOCK_PATH,
 )
 KEY_DIGEST = ["sha256sum", KEY_ENV]
 NGINX_VERSION = ["nginx", "-v"]
 TOKEN_DIGEST = ["sha256sum", TOKEN_PATH]
-KEY_FILES = (("env", KEY_ENV), ("header", KEY_HEADER))
+KEY_FILES = (("env", KEY_ENV), ("header", KEY_HEADER), ("nginx", KEY_NGINX))
 GPU_TOPO = ["nvidia-smi", "topo", "-m"]
 VERBS = ("is-active", "is-enabled")
 

@@ -23,6 +23,7 @@ ENGINE_UNIT = "roce-wizard-inference.service"
 # The API key lives only on the host: generated there, 0600 root, read by systemd (EnvironmentFile=) and by curl.
 KEY_ENV = "/etc/roce-wizard/inference-api-key.env"
 KEY_HEADER = "/etc/roce-wizard/inference-api-key.header"
+KEY_NGINX = "/etc/roce-wizard/inference-api-key.nginx"  # SGLang's front (steps/inference/sglang_front.py) reads it
 # Run by the engine unit of a Ray group's head before vLLM starts: waits until the workers' GPUs have joined.
 WAIT_PATH = "/etc/roce-wizard/ray-wait-gpus.py"
 # Restart a dead engine (Restart=always: vLLM exits 0 when a Ray worker dies), but give up on a crash loop: more
@@ -139,9 +140,8 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
         if layout.quantization:
             argv += ["--quantization", layout.quantization]
         if node.rank == 0:
-            # SGLang reads its key only from --api-key; systemd substitutes ${VAR} from EnvironmentFile=
-            # (systemd.service(5), "Command lines"), so the unit file itself never holds the key.
-            argv += ["--host", cfg.api_host, "--port", str(cfg.port), "--api-key", "${ROCE_WIZARD_API_KEY}"]
+            # No key: SGLang would show it on its command line and log it; nginx in front checks it instead.
+            argv += ["--host", "127.0.0.1", "--port", str(sglang_internal_port(cfg))]
         return argv
     if uses_ray(cfg) and node.rank != 0:
         return None
@@ -163,17 +163,24 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
     return argv
 
 
+def sglang_internal_port(cfg: InferenceSection) -> int:
+    """Where SGLang itself listens on 127.0.0.1, behind its nginx front on cfg.port."""
+    return cfg.port + 20000 if cfg.port <= 45535 else cfg.port - 20000
+
+
 def key_command() -> RemoteCommand:
-    """Create the API key on the host when it has none: `openssl rand -hex 32` into two 0600 root files (systemd's
-    EnvironmentFile= form and a curl header file). Prints nothing, so the key never reaches the wizard or its logs."""
+    """Create the API key on the host when it has none: `openssl rand -hex 32` into three 0600 root files (systemd's
+    EnvironmentFile= form, a curl header file, an nginx map line for SGLang's front). Prints nothing, so the key
+    never reaches the wizard or its logs."""
     script = (
         f"set -e; umask 077; mkdir -p {posixpath.dirname(KEY_ENV)};"
-        f" if ! [ -s {KEY_ENV} ] || ! [ -s {KEY_HEADER} ]; then"
+        f" if ! [ -s {KEY_ENV} ] || ! [ -s {KEY_HEADER} ] || ! [ -s {KEY_NGINX} ]; then"
         " k=$(openssl rand -hex 32);"
         f' printf \'VLLM_API_KEY=%s\\nROCE_WIZARD_API_KEY=%s\\n\' "$k" "$k" > {KEY_ENV}.new;'
         f" printf 'Authorization: Bearer %s\\n' \"$k\" > {KEY_HEADER}.new;"
-        f" mv {KEY_ENV}.new {KEY_ENV}; mv {KEY_HEADER}.new {KEY_HEADER}; fi;"
-        f" chown root:root {KEY_ENV} {KEY_HEADER}; chmod 600 {KEY_ENV} {KEY_HEADER}"
+        f' printf \'"Bearer %s" 1;\\n\' "$k" > {KEY_NGINX}.new;'
+        f" mv {KEY_ENV}.new {KEY_ENV}; mv {KEY_HEADER}.new {KEY_HEADER}; mv {KEY_NGINX}.new {KEY_NGINX}; fi;"
+        f" chown root:root {KEY_ENV} {KEY_HEADER} {KEY_NGINX}; chmod 600 {KEY_ENV} {KEY_HEADER} {KEY_NGINX}"
     )
     return RemoteCommand(argv=["sh", "-c", script])
 

@@ -98,7 +98,7 @@ def configured(v: ClusterView, **override: Any) -> ClusterView:
             files={**files, LOCK_PATH: lock},
             units=units,
             ray_token_sha256="ab12",
-            api_key={"env": "600 root", "header": "600 root"},
+            api_key={"env": "600 root", "header": "600 root", "nginx": "600 root"},
             weights={
                 "revision": "5825c9120fc701a0b7d9a30d63005eee7e4d58a2",
                 "blobs": 37,

@@ -153,14 +153,19 @@ def test_the_api_key_is_generated_on_the_host_and_never_written_by_the_wizard() 
 
 
 def test_a_host_that_holds_its_key_gets_no_new_one() -> None:
-    kept = {"api_key": {"env": "600 root", "header": "600 root"}}
+    kept = {"api_key": {"env": "600 root", "header": "600 root", "nginx": "600 root"}}
     p = plan(cluster(server1=kept))
     assert not any("openssl" in " ".join(c.argv) for ch in p.changes for c in ch.commands)
 
 
-def test_sglang_reads_the_key_through_systemd_substitution_not_the_unit_file() -> None:
-    argv = exec_start(units(cluster("inference:\n  engine: sglang\n  engine_version: 0.5.19\n"))[ENGINE_PATH])
-    assert argv[argv.index("--api-key") + 1] == "${ROCE_WIZARD_API_KEY}"
+def test_sglang_gets_no_key_listens_on_loopback_and_nginx_checks_the_key_in_front() -> None:
+    v = cluster("inference:\n  engine: sglang\n  engine_version: 0.5.19\n")
+    argv = exec_start(units(v)[ENGINE_PATH])
+    assert "--api-key" not in argv and argv[argv.index("--host") + 1] == "127.0.0.1"
+    assert argv[argv.index("--port") + 1] == "28000"
+    front = written(plan(v))["/etc/nginx/conf.d/roce-wizard-sglang.conf"]
+    assert "listen 8000;" in front and "proxy_pass http://127.0.0.1:28000;" in front
+    assert "include /etc/roce-wizard/inference-api-key.nginx;" in front and "return 401" in front
 
 
 def test_the_probe_sends_the_key_from_the_hosts_header_file() -> None:

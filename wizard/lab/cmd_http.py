@@ -80,11 +80,13 @@ async def request(host: object, port: int, path: str, headers: list[str], body: 
 async def forward(origin: object, address: str, path: str, headers: list[str], body: str | None) -> Reply | None:
     """nginx's upstream request from ``origin`` to ``ip:port`` on a lab host (None: connection refused)."""
     ip, _, port = address.rpartition(":")
+    if ip == "127.0.0.1":  # the host's own loopback (SGLang behind its nginx front)
+        ep = endpoint(origin, int(port))
+        return await engine_answer(ep, path, headers, body) if ep is not None else None
     lab = getattr(origin, "lab", None)
     for host in lab.hosts.values() if lab is not None else [origin]:
         if st.host_has_ip(host, ip):
-            ep = endpoint(host, int(port))
-            return await engine_answer(ep, path, headers, body) if ep is not None else None
+            return await request(host, int(port), path, headers, body)  # that host's nginx, or its engine
     return None
 
 

@@ -234,6 +234,11 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
     # vLLM: `--api-key` or the environment variable VLLM_API_KEY (vLLM docs, "OpenAI-Compatible Server", API key);
     # SGLang: `--api-key` only (docs.sglang.io "Server Arguments"). The key guards /v1/*; /health stays open.
     key = o.get("--api-key") or (env.get("VLLM_API_KEY") if engine == "vllm" else None) or None
+    if engine == "sglang":
+        # SGLang logs every server argument at start, the key included (sglang/srt/entrypoints/engine.py:
+        # logger.info(f"{server_args=}")).
+        ctx.print(f"server_args=ServerArgs(model_path='{model}', tp_size={tp}, host='{o.get('--host', '127.0.0.1')}',"
+                  f" port={o.get('--port', '30000')}, api_key={key!r}, ...) {SIM}")  # fmt: skip
     ep = st.Endpoint(proc, engine, model, params, tp, pp, api_key=key)
     st.world(ctx.host).endpoints[(ctx.host.name, port)] = ep
     ctx.print(f"Loading weights of {model} (TP {tp} x PP {pp}) {SIM}")

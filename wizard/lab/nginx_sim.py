@@ -7,7 +7,10 @@ What is modelled, from the nginx documentation (ngx_http_upstream_module, ngx_ht
   chosen for `fail_timeout` (passive health checks, the only kind open-source nginx has);
 - `proxy_next_upstream error timeout http_502 http_503` passes a request to the next server when connecting fails or
   the server answers 502/503, at most `proxy_next_upstream_tries` servers in all; with none left nginx answers 502;
-- `add_header ... $upstream_addr` tells the client which server answered.
+- `add_header ... $upstream_addr` tells the client which server answered;
+- `map $http_authorization $v { default 0; include FILE; }` with `if ($v = 0) { return 401 ...; }` in a location
+  answers requests without one of the listed Authorization values with 401 (the include is read at start, so a key
+  file nginx cannot read fails `nginx -t`).
 Only the directives the wizard writes are understood; others are ignored, as they do not change this model.
 """
 
@@ -43,6 +46,8 @@ class Site:
     tries: int = 0  # 0: every server
     retry_on: tuple[str, ...] = ("error", "timeout")
     upstream_header: str | None = None
+    accepted: set[str] | None = None  # lower-cased "authorization: bearer <key>" values; None: no key check
+    guarded: str = "v1/"  # paths the key check covers
     next_index: int = 0
     time_scale: float = 1.0  # the lab's: fail_timeout passes in simulated seconds
 
@@ -53,10 +58,30 @@ class Running:
     sites: dict[int, Site]
 
 
-def parse(text: str) -> tuple[dict[int, Site], list[str]]:
-    """Sites by listening port, and the errors `nginx -t` would report."""
+def _maps(text: str, read: Callable[[str], str | None], errors: list[str]) -> dict[str, set[str]]:
+    """map $http_authorization $VAR {...}: VAR -> the accepted header values (from the lines and the includes)."""
+    maps: dict[str, set[str]] = {}
+    for var, block in re.findall(r"map\s+\$http_authorization\s+\$(\S+)\s*\{(.*?)\n\}", text, re.S):
+        lines = block.splitlines()
+        for path in re.findall(r"^\s*include\s+([^;\s]+)\s*;", block, re.M):
+            content = read(path)
+            if content is None:
+                errors.append(f'nginx: [emerg] open() "{path}" failed (2: No such file or directory)')
+                continue
+            lines += content.splitlines()
+        maps[var] = {
+            f"authorization: {value.lower()}"
+            for value, result in re.findall(r'^\s*"([^"]+)"\s+(\S+)\s*;', "\n".join(lines), re.M)
+            if result == "1"
+        }
+    return maps
+
+
+def parse(text: str, read: Callable[[str], str | None] = lambda _: None) -> tuple[dict[int, Site], list[str]]:
+    """Sites by listening port, and the errors `nginx -t` would report (``read`` opens included files)."""
     upstreams: dict[str, list[Server]] = {}
     errors: list[str] = []
+    maps = _maps(text, read, errors)
     for name, block in re.findall(r"upstream\s+(\S+)\s*\{(.*?)\}", text, re.S):
         servers = []
         for line in re.findall(r"^\s*server\s+([^;]+);", block, re.M):
@@ -71,9 +96,12 @@ def parse(text: str) -> tuple[dict[int, Site], list[str]]:
         target = re.search(r"proxy_pass\s+http://([^/;\s]+)\s*;", block)
         if not listen or not target:
             continue
+        if re.fullmatch(r"[\d.]+:\d+", target.group(1)):
+            upstreams.setdefault(target.group(1), [Server(target.group(1))])  # one server, no upstream block
         if target.group(1) not in upstreams:
             errors.append(f'nginx: [emerg] host not found in upstream "{target.group(1)}"')
             continue
+        guard = re.search(r"if\s*\(\$(\S+)\s*=\s*0\)\s*\{\s*return\s+401", block)
         tries = re.search(r"proxy_next_upstream_tries\s+(\d+)\s*;", block)
         retry = re.search(r"proxy_next_upstream\s+([^;]+);", block)
         header = re.search(r"add_header\s+(\S+)\s+\$upstream_addr", block)
@@ -83,6 +111,7 @@ def parse(text: str) -> tuple[dict[int, Site], list[str]]:
             int(tries.group(1)) if tries else 0,
             tuple(retry.group(1).split()) if retry else ("error", "timeout"),
             header.group(1) if header else None,
+            maps.get(guard.group(1), set()) if guard else None,
         )
     return sites, errors
 
@@ -96,10 +125,17 @@ def _config(ctx: Ctx) -> tuple[dict[int, Site], list[str]]:
         names = []
     for name in names:
         if name.endswith(".conf"):
-            found, bad = parse(ctx.fs.read_text(f"{CONF_DIR}/{name}"))
+            found, bad = parse(ctx.fs.read_text(f"{CONF_DIR}/{name}"), lambda path: _read(ctx, path))
             sites.update(found)
             errors += [f"{e} in {CONF_DIR}/{name}" for e in bad]
     return sites, errors
+
+
+def _read(ctx: Ctx, path: str) -> str | None:
+    try:
+        return ctx.fs.read_text(path)  # nginx's master reads its configuration as root
+    except Exception:  # noqa: BLE001 - missing: `nginx -t` names it
+        return None
 
 
 def listening(host: Any, port: int) -> Site | None:
@@ -125,6 +161,8 @@ async def proxy(site: Site, path: str, headers: list[str], body: str | None, for
     """One request through the site: round-robin, passive health, retries on the next server."""
     from wizard.lab.cmd_http import Reply
 
+    if site.accepted is not None and path.startswith(site.guarded) and not site.accepted & set(headers):
+        return Reply(401, '{"error":"Unauthorized"}')
     tried: set[str] = set()
     limit = site.tries or len(site.servers)
     while len(tried) < limit:

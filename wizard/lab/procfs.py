@@ -23,9 +23,18 @@ def proc_root(host: SimHost) -> DynDir:
     def hostname_write(text: str) -> None:
         host.hostname = text.strip()
 
+    def processes() -> dict[str, Node]:
+        # /proc/<pid>/cmdline of every running service's main process: its ExecStart= after systemd substituted
+        # ${VAR} from the environment files (systemd.service(5), "Command lines"), NUL-separated as proc(5) says.
+        return {
+            str(pid): DynDir(lambda argv=argv: {"cmdline": _text(lambda: "\0".join(argv) + "\0")})
+            for pid, argv in running_commands(host).items()
+        }
+
     def entries() -> dict[str, Node]:
         p = host.profile
         return {
+            **processes(),
             "modules": _text(lambda: kmods.proc_modules(host)),
             "version": _text(
                 lambda: (
@@ -44,6 +53,26 @@ def proc_root(host: SimHost) -> DynDir:
         }
 
     return DynDir(entries)
+
+
+def running_commands(host: SimHost) -> dict[int, list[str]]:
+    """pid -> argv of each active service's main process (ExecStart= as systemd ran it)."""
+    import shlex
+
+    from wizard.lab import services as sd
+    from wizard.lab.unit_env import expand
+
+    found: dict[int, list[str]] = {}
+    for name, rt in host.units.items():
+        unit = sd.find_unit(host, name) if rt.state in ("active", "activating") and rt.sub == "running" else None
+        line = unit.get("Service", "ExecStart").lstrip("-@+!") if unit else ""
+        if unit is None or not line:
+            continue
+        try:
+            found[rt.pid] = shlex.split(expand(host, unit, line).replace("%%", "%"))
+        except ValueError:
+            continue
+    return found
 
 
 MOUNTS = (

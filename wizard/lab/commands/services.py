@@ -6,6 +6,7 @@ import time
 
 from wizard.lab import services as sd
 from wizard.lab.commands import command
+from wizard.lab.procfs import running_commands
 from wizard.lab.streams import CommandFailed, Ctx
 
 AUTH = "Interactive authentication required."
@@ -205,6 +206,9 @@ def _status(ctx: Ctx, unit: sd.Unit, rt: sd.Runtime) -> None:
         ctx.print(f"   Main PID: {rt.pid} (code=exited, {code})")
     elif rt.state == "active":
         ctx.print(f"   Main PID: {rt.pid} ({unit.name.split('.')[0]})")
+        argv = running_commands(host).get(rt.pid)
+        if argv:  # the process as ps shows it, substituted variables included
+            ctx.print(f"     CGroup: /system.slice/{unit.name}\n             \u2514\u2500{rt.pid} {' '.join(argv)}")
     entries = [e for e in host.journal if e.unit == unit.name][-10:]
     if entries:
         ctx.print("")
