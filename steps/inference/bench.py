@@ -154,6 +154,7 @@ async def run_probe(executor: Executor, cfg: InferenceSection, port: int | None 
         remaining -= size
     summary = summarize(results, waves)
     summary.update(concurrency=cfg.probe_concurrency, max_tokens=cfg.probe_max_tokens)
+    summary["ttft_s"] = await time_to_first_token(executor, cfg, port)
     served: dict[str, int] = {}
     for r in results:
         if r.get("upstream"):
@@ -240,3 +241,22 @@ async def until_routed(executor: Executor, cfg: InferenceSection, upstream: str,
             return True
         await asyncio.sleep(0.5)
     return False
+
+
+def ttft_argv(cfg: InferenceSection, port: int | None = None) -> list[str]:
+    """One streamed completion: curl's time to the first byte of the stream is the time to the first token."""
+    body = json.dumps(
+        {"model": cfg.model, "prompt": PROMPT, "max_tokens": 16, "temperature": 0, "stream": True},
+        separators=(",", ":"),
+    )
+    return ["curl", "-sS", "-N", "--max-time", "600", "-H", "Content-Type: application/json", "-H", f"@{KEY_HEADER}",
+            "-d", body, "-o", "/dev/null", "-w", "%{http_code} %{time_starttransfer}\n",
+            f"http://127.0.0.1:{port or cfg.port}/v1/completions"]  # fmt: skip
+
+
+async def time_to_first_token(executor: Executor, cfg: InferenceSection, port: int | None = None) -> float | None:
+    result = await executor.run(ttft_argv(cfg, port), sudo=True, timeout_s=660)
+    fields = result.stdout.split()
+    if not result.ok or len(fields) != 2 or fields[0] != "200":
+        return None
+    return round(float(fields[1]), 3)

@@ -191,7 +191,9 @@ def entry_item(view: ClusterView, layout: Layout, host: str, entry: dict[str, An
     evidence = (
         f"{entry.get('succeeded')}/{entry.get('requests')} /v1/completions through {where} reached"
         f" {len(heads) - len(missed)} of {len(heads)} replicas ({spread}): p50 {entry.get('p50_s')} s, p90"
-        f" {entry.get('p90_s')} s, {entry.get('tokens_per_s')} tokens/s{tag}"
+        f" {entry.get('p90_s')} s, {entry.get('tokens_per_s')} tokens/s"
+        + (f", time to first token {entry['ttft_s']} s" if entry.get("ttft_s") is not None else "")
+        + tag
     )
     if missed and enough:
         evidence += f"; never answered by {', '.join(missed)}"
@@ -264,7 +266,9 @@ def _probe_item(model: str, probe: dict[str, Any]) -> CheckItem:
         f"{probe.get('succeeded')}/{probe.get('requests')} /v1/completions requests to {model}"
         f" (concurrency {probe.get('concurrency')}, max_tokens {probe.get('max_tokens')}):"
         f" p50 {probe.get('p50_s')} s, p90 {probe.get('p90_s')} s,"
-        f" {probe.get('tokens_per_s')} tokens/s ({probe.get('completion_tokens')} completion tokens){tag}"
+        f" {probe.get('tokens_per_s')} tokens/s ({probe.get('completion_tokens')} completion tokens)"
+        + (f", time to first token {probe['ttft_s']} s (streamed)" if probe.get("ttft_s") is not None else "")
+        + tag
         if probe.get("succeeded")
         else f"0/{probe.get('requests')} requests succeeded"
     )

@@ -24,6 +24,8 @@ async def test_the_entry_point_reaches_every_replica_and_survives_one_going_down
         verdict = check(records["server1"], "entry_point")
         assert verdict.startswith("pass: 8/8 /v1/completions through http://server1:8080/v1 (nginx on server1)")
         assert "reached 2 of 2 replicas (replica 1: 4, replica 2: 4)" in verdict
+        assert ", time to first token 0." in verdict  # one streamed completion (curl's time_starttransfer)
+        assert ", time to first token 0." in check(records["server2"], "probe")
         server1, server2 = lab.host("server1"), lab.host("server2")
         # One key on both replicas, written by the wizard (0600 root) because the hosts' own keys differed.
         assert server1.fs.read_text(KEY_ENV) == server2.fs.read_text(KEY_ENV)

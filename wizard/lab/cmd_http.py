@@ -37,6 +37,7 @@ class Reply:
     text: str
     seconds: float = 0.002
     headers: dict[str, str] = field(default_factory=dict)
+    first_byte_s: float | None = None  # curl's time_starttransfer: a streamed completion's first token
 
 
 async def engine_answer(ep: st.Endpoint, path: str, headers: list[str], body: str | None) -> Reply:
@@ -51,10 +52,17 @@ async def engine_answer(ep: st.Endpoint, path: str, headers: list[str], body: st
         ep.in_flight += 1
         try:
             await asyncio.sleep(0.02)  # lets concurrent requests overlap
-            status, doc, seconds = st.completion(ep, json.loads(body))
+            request = json.loads(body)
+            status, doc, seconds = st.completion(ep, request)
         finally:
             ep.in_flight -= 1
-        return Reply(status, json.dumps(doc), seconds)
+        first = doc.pop("_first_token_s", None)
+        if status == 200 and request.get("stream"):
+            # Server-sent events as vLLM/SGLang stream them: one chunk per token, then [DONE].
+            chunk = {k: v for k, v in doc.items() if k != "usage"}
+            text = "".join(f"data: {json.dumps(chunk)}\n\n" for _ in range(min(4, doc["usage"]["completion_tokens"])))
+            return Reply(status, text + "data: [DONE]\n\n", seconds, first_byte_s=first)
+        return Reply(status, json.dumps(doc), seconds, first_byte_s=seconds)
     return Reply(404, '{"detail":"Not Found"}')
 
 
@@ -137,6 +145,8 @@ async def curl(ctx: Ctx) -> int:
     fmt = opts.get("-w") or opts.get("--write-out")
     if fmt:
         fmt = fmt.replace("\\n", "\n").replace("%{http_code}", str(reply.status))
+        first = reply.first_byte_s if reply.first_byte_s is not None else reply.seconds
+        fmt = fmt.replace("%{time_starttransfer}", f"{first:.6f}")
         ctx.out.write(fmt.replace("%{time_total}", f"{reply.seconds:.6f}"))
     return 0
 

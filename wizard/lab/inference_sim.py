@@ -361,4 +361,5 @@ def completion(ep: Endpoint, body: dict[str, Any]) -> tuple[int, dict[str, Any],
         "choices": [{"index": 0, "text": " [simulated completion]", "logprobs": None, "finish_reason": "length"}],
         "usage": {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens},
     }
+    doc["_first_token_s"] = round((0.04 + prompt * 0.0004 + per_token) * jitter, 6)  # prefill plus one decode step
     return 200, doc, round(seconds, 6)

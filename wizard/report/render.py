@@ -227,16 +227,19 @@ def _serving(r: RunReport) -> str:
             _seconds(row.p50_s),
             _seconds(row.p90_s),
             escape(f"{row.tokens_per_s:g}") if row.tokens_per_s is not None else "-",
+            escape(f"{row.ttft_s:g} s") if row.ttft_s is not None else "-",
         ]
         for row in s.replicas
     ]
-    out.append(_table(["head", "hosts", "API", "engine's NCCL", "requests", "p50", "p90", "tokens/s"], rows))
+    head = ["head", "hosts", "API", "engine's NCCL", "requests", "p50", "p90", "tokens/s", "first token"]
+    out.append(_table(head, rows))
     if s.entry is not None:
         e = s.entry
         spread = ", ".join(f"{escape(k)}: {v}" for k, v in sorted((e.get("served_by") or {}).items()))
         out.append(
             f"<p>Entry point on {escape(s.entry_host or '-')}: {e.get('succeeded', 0)}/{e.get('requests', 0)}"
-            f" requests, p50 {_seconds(e.get('p50_s'))}, {e.get('tokens_per_s', '-')} tokens/s; answered by"
+            f" requests, p50 {_seconds(e.get('p50_s'))}, {e.get('tokens_per_s', '-')} tokens/s, first token"
+            f" {e.get('ttft_s', '-')} s; answered by"
             f" {spread or 'no replica'}</p>"
         )
     out.append("</section>")

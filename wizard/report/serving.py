@@ -21,6 +21,7 @@ class ReplicaRow(BaseModel):
     p50_s: float | None = None
     p90_s: float | None = None
     tokens_per_s: float | None = None
+    ttft_s: float | None = None
 
 
 class ServingSummary(BaseModel):
@@ -61,6 +62,7 @@ def collect_serving(store: StateStore, names: list[str]) -> ServingSummary | Non
                 p50_s=probe.get("p50_s"),
                 p90_s=probe.get("p90_s"),
                 tokens_per_s=probe.get("tokens_per_s"),
+                ttft_s=probe.get("ttft_s"),
             )
         )
         summary.simulated |= bool(probe.get("simulated"))
