@@ -40,12 +40,20 @@ def entry_host(view: ClusterView, layout: Layout) -> str | None:
 def entry_problems(view: ClusterView, layout: Layout) -> list[str]:
     cfg = view.answers.inference
     host = entry_host(view, layout)
-    if host is None or layout.node(host) is not None:
+    if host is None:
         return []
-    return [
-        f"inference.entry_host {host} is not a serving host of this layout; name one of"
-        f" {', '.join(n.host for n in layout.nodes)} (or leave it unset for the first replica's head)"
-    ] + ([f"inference.entry_port {cfg.entry_port} is the engines' own port"] if cfg.entry_port == cfg.port else [])
+    problems = []
+    if layout.node(host) is None:
+        problems.append(
+            f"inference.entry_host {host} is not a serving host of this layout; name one of"
+            f" {', '.join(n.host for n in layout.nodes)} (or leave it unset for the first replica's head)"
+        )
+    if cfg.entry_port == cfg.port:
+        problems.append(
+            f"inference.entry_port {cfg.entry_port} is also inference.port, where the replica on {host} serves;"
+            " pick another port for the entry point"
+        )
+    return problems
 
 
 def nginx_conf(view: ClusterView, layout: Layout) -> str:

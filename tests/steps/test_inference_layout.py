@@ -171,3 +171,8 @@ def test_sglang_gets_no_key_listens_on_loopback_and_nginx_checks_the_key_in_fron
 def test_the_probe_sends_the_key_from_the_hosts_header_file() -> None:
     argv = completion_argv(answers("").inference)
     assert argv[argv.index(f"@{KEY_HEADER}") - 1] == "-H" and not any("Bearer" in a for a in argv)
+
+
+def test_an_entry_point_on_the_engines_own_port_is_refused() -> None:
+    [refusal] = plan(cluster("inference:\n  entry_port: 8000\n")).blockers
+    assert "inference.entry_port 8000 is also inference.port" in refusal
