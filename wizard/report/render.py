@@ -224,10 +224,10 @@ def _serving(r: RunReport) -> str:
             "up" if row.healthy else "<b>down</b>",
             escape(row.nccl),
             escape(row.requests),
-            _seconds(row.p50_s),
-            _seconds(row.p90_s),
+            _latency(row.p50_s),
+            _latency(row.p90_s),
             escape(f"{row.tokens_per_s:g}") if row.tokens_per_s is not None else "-",
-            escape(f"{row.ttft_s:g} s") if row.ttft_s is not None else "-",
+            _latency(row.ttft_s),
         ]
         for row in s.replicas
     ]
@@ -238,9 +238,14 @@ def _serving(r: RunReport) -> str:
         spread = ", ".join(f"{escape(k)}: {v}" for k, v in sorted((e.get("served_by") or {}).items()))
         out.append(
             f"<p>Entry point on {escape(s.entry_host or '-')}: {e.get('succeeded', 0)}/{e.get('requests', 0)}"
-            f" requests, p50 {_seconds(e.get('p50_s'))}, {e.get('tokens_per_s', '-')} tokens/s, first token"
-            f" {e.get('ttft_s', '-')} s; answered by"
+            f" requests, p50 {_latency(e.get('p50_s'))}, {e.get('tokens_per_s', '-')} tokens/s, first token"
+            f" {_latency(e.get('ttft_s'))}; answered by"
             f" {spread or 'no replica'}</p>"
         )
     out.append("</section>")
     return "".join(out)
+
+
+def _latency(value: float | None) -> str:
+    """A request's seconds to two decimals (stage durations round to whole seconds; requests do not)."""
+    return "-" if value is None else f"{value:.2f} s"
