@@ -13,7 +13,7 @@ from steps.inference.stage import Inference
 from wizard.answers.model import Answers, load_answers
 from wizard.engine.events import EventBus
 from wizard.engine.runner import RunOptions
-from wizard.engine.session import open_session, production_targets
+from wizard.engine.session import Session, open_session, production_targets
 from wizard.engine.state import StageRecord
 
 try:
@@ -59,14 +59,17 @@ async def cluster(answers: Answers, *faults: str) -> AsyncIterator[Lab]:
         await lab.stop()
 
 
-async def run(lab: Lab, answers: Answers, state: Path) -> tuple[int, dict[str, StageRecord], dict[str, object]]:
+def demo_session(lab: Lab, answers: Answers, state: Path) -> Session:
+    """A session of stages discovery and inference whose targets are the lab's hosts on 127.0.0.1."""
     targets = production_targets(answers, None)
     for name, target in targets.items():
         target.address, target.port = lab.endpoint(name)
         target.identity_file, target.known_hosts = str(lab.client_key_path), str(lab.known_hosts_path)
-    session = open_session(
-        answers, [Discovery(), Inference()], targets, state, EventBus(), simulated=True, password=None
-    )
+    return open_session(answers, [Discovery(), Inference()], targets, state, EventBus(), simulated=True, password=None)
+
+
+async def run(lab: Lab, answers: Answers, state: Path) -> tuple[int, dict[str, StageRecord], dict[str, object]]:
+    session = demo_session(lab, answers, state)
     try:
         code = await session.runner.run(RunOptions(stages=["discovery", "inference"], allow_disruptive=True, demo=True))
         outcome = session.runner.steps["inference"]

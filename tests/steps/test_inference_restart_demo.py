@@ -7,27 +7,17 @@ import asyncio
 import json
 from pathlib import Path
 
-from steps.discovery.stage import Discovery
 from steps.inference.restart import rolling_restart
-from steps.inference.stage import Inference
 from steps.inference.units import ENGINE_UNIT, KEY_HEADER
-from tests.steps.test_inference_demo import answers, cluster, run  # noqa: F401 - answers is a fixture
+from tests.steps.test_inference_demo import answers, cluster, demo_session, run  # noqa: F401 - answers is a fixture
 from wizard.answers.model import Answers
-from wizard.engine.events import EventBus
-from wizard.engine.session import open_session, production_targets
 from wizard.lab import Lab
 
 BODY = json.dumps({"model": "meta-llama/Llama-3.1-70B-Instruct", "prompt": "hi", "max_tokens": 4})
 
 
 async def restart(lab: Lab, answers: Answers, state: Path, **kw: object) -> list:  # noqa: F811
-    targets = production_targets(answers, None)
-    for name, target in targets.items():
-        target.address, target.port = lab.endpoint(name)
-        target.identity_file, target.known_hosts = str(lab.client_key_path), str(lab.known_hosts_path)
-    session = open_session(
-        answers, [Discovery(), Inference()], targets, state, EventBus(), simulated=True, password=None
-    )
+    session = demo_session(lab, answers, state)
     try:
         return await rolling_restart(session.runner.view(), dict(session.executors), **kw)  # type: ignore[arg-type]
     finally:
