@@ -18,7 +18,7 @@ from typing import Any
 from steps.inference.layout import Layout
 from steps.inference.sglang_front import SGLANG_CONF, front_conf, fronted
 from steps.inference.units import HEADER, KEY_ENV, KEY_HEADER, KEY_NGINX
-from wizard.engine.step import Change, ClusterView, FileWrite, RemoteCommand
+from wizard.engine.step import Change, ClusterView, FileWrite, Impact, RemoteCommand
 
 NGINX_UNIT = "nginx.service"
 ENTRY_CONF = "/etc/nginx/conf.d/roce-wizard-inference.conf"
@@ -119,9 +119,19 @@ def entry_change(view: ClusterView, layout: Layout, host: str, facts: dict[str, 
         wanted[ENTRY_CONF] = nginx_conf(view, layout)
     if fronted(view, layout, host):
         wanted[SGLANG_CONF] = front_conf(view)
+    have = facts.get("files") or {}
+    stale = [p for p in (ENTRY_CONF, SGLANG_CONF) if have.get(p) and p not in wanted]
+    if stale:
+        # A site the answers no longer call for (entry point turned off, engine changed): nginx must stop serving it.
+        return Change(
+            summary=f"remove {', '.join(stale)} and reload nginx",
+            why="the answers no longer call for this site; nginx would keep serving the old replicas or front",
+            impact=Impact.DISRUPTIVE,
+            commands=[RemoteCommand(argv=["rm", "-f", *stale]), RemoteCommand(argv=["nginx", "-t", "-q"]),
+                      RemoteCommand(argv=["systemctl", "reload-or-restart", NGINX_UNIT])],
+        )  # fmt: skip
     if not wanted:
         return None
-    have = facts.get("files") or {}
     state = (facts.get("units") or {}).get(NGINX_UNIT) or {}
     installed = bool(facts.get("nginx"))
     files = [FileWrite(path=p, content=c, before=have.get(p)) for p, c in wanted.items() if have.get(p) != c]

@@ -176,3 +176,13 @@ def test_the_probe_sends_the_key_from_the_hosts_header_file() -> None:
 def test_an_entry_point_on_the_engines_own_port_is_refused() -> None:
     [refusal] = plan(cluster("inference:\n  entry_port: 8000\n")).blockers
     assert "inference.entry_port 8000 is also inference.port" in refusal
+
+
+def test_turning_the_entry_point_off_removes_its_nginx_site() -> None:
+    v = cluster(
+        "inference:\n  entry_port: null\n", server1={"files": {"/etc/nginx/conf.d/roce-wizard-inference.conf": "x"}}
+    )
+    [removal] = [
+        c for c in plan(v).changes if c.summary.startswith("remove /etc/nginx/conf.d/roce-wizard-inference.conf")
+    ]
+    assert removal.commands[0].argv == ["rm", "-f", "/etc/nginx/conf.d/roce-wizard-inference.conf"]
