@@ -284,9 +284,13 @@ def _replicas(view: ClusterView, hosts: list[str], layout: Layout) -> Layout:
     listed = ", ".join(f"{endpoint(cfg, n.ip)} ({n.host})" for n in layout.nodes)
     if listed:
         layout.notes.append(
-            f"endpoints: {listed}; each replica checks the API key in its host's {API_KEY_NOTE}. Spread clients"
-            " over them (a round-robin proxy such as an nginx upstream, or client-side lists); copy one host's key"
-            " files to the others before the next run to use one key everywhere (existing key files are kept)"
+            f"endpoints: {listed}; each replica checks the API key in its host's {API_KEY_NOTE}"
+            + (
+                f". Clients use the entry point on port {cfg.entry_port} (nginx on the first replica's head), which"
+                " spreads them over the replicas; every replica then holds the same key"
+                if cfg.entry_port is not None and len(layout.nodes) > 1
+                else ""
+            )
         )
     _operator_notes(view, layout)
     return layout

@@ -92,8 +92,9 @@ class Inference(Step):
     id = "inference"
     title = "Inference service"
     summary = (
-        "vLLM or SGLang as systemd units: a replica per node when the model fits one, else one group over Ray; "
-        "health check and a latency/throughput probe per endpoint."
+        "vLLM or SGLang as systemd units in replicas (one node each when the model fits one, else the smallest group"
+        " of nodes over Ray), the build the driver runs, weights fetched first, one nginx entry point; health, the"
+        " engine's own NCCL transport and a latency/throughput probe per replica."
     )
 
     def __init__(self) -> None:
