@@ -53,3 +53,11 @@ async def test_the_last_healthy_replica_is_not_restarted_without_force(answers: 
         assert not refused.ok and "no other replica answers /health" in refused.detail
         [forced] = await restart(lab, answers, tmp_path, replica=1, force=True)
         assert forced.ok
+
+
+async def test_an_unreachable_host_stops_the_restart_with_one_line_naming_it(answers: Answers, tmp_path: Path) -> None:  # noqa: F811
+    async with cluster(answers) as lab:
+        assert (await run(lab, answers, tmp_path))[0] == 0
+        lab.host("server2").power_off()
+        [stopped] = await restart(lab, answers, tmp_path, replica=2, force=True)
+        assert not stopped.ok and stopped.detail.startswith("server2: ") and "\n" not in stopped.detail
