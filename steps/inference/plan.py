@@ -12,6 +12,8 @@ from steps.inference.units import (
     ENGINE_UNIT,
     ENV_PATH,
     KEY_ENV,
+    KEY_HEADER,
+    KEY_NGINX,
     LOCK_PATH,
     NON_CARRY_PATH,
     RAY_UNIT,
@@ -193,6 +195,7 @@ def plan_host(view: ClusterView, layout: Layout, host: str, ray_token: str, api_
                 " It is created on the host and read there by systemd and the probes; it never enters answers,"
                 " logs or state. Clients read it from the host's key file",
                 commands=[key_command()],
+                creates_files=[KEY_ENV, KEY_HEADER, KEY_NGINX],
             )
         )
     if files:

@@ -68,16 +68,26 @@ class ArmedRevert:
 
 
 async def apply_change(
-    executor: Executor, change: Change, backup_dir: str, reboot_timeout_s: float, guard: Guard | None = None
+    executor: Executor,
+    change: Change,
+    backup_dir: str,
+    reboot_timeout_s: float,
+    guard: Guard | None = None,
+    unbacked: frozenset[str] | set[str] = frozenset(),
 ) -> list[tuple[str, str | None]]:
-    """Carry out ``change``; returns each file written with its backup (None: the file is new).
+    """Carry out ``change``; returns each file written with its backup (None: the file is new or in ``unbacked``).
 
     A command outside its accepted exit codes raises StepFailed.
     """
     written: list[tuple[str, str | None]] = []
     for file in change.files:
         backup = await executor.write_file(
-            file.path, file.content, mode=file.mode, owner=file.owner, group=file.group, backup_dir=backup_dir
+            file.path,
+            file.content,
+            mode=file.mode,
+            owner=file.owner,
+            group=file.group,
+            backup_dir=None if file.path in unbacked else backup_dir,
         )
         written.append((file.path, backup))
     armed = None

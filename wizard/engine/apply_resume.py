@@ -23,6 +23,9 @@ class Intent:
     backups: dict[str, str] = field(default_factory=dict)
     own: set[str] = field(default_factory=set)
     """Paths an earlier run or change created: a backup of them now would be of the wizard's own file."""
+    unbacked: set[str] = field(default_factory=set)
+    """Secret files the wizard itself created, rewritten without a backup: rollback removes them anyway, and a
+    copy of an old key under the backup directory is one more place a secret lives."""
     earlier: dict[str, str] = field(default_factory=dict)
     """Path -> its first recorded backup from an earlier run (missing if that run died before its copy)."""
     links: set[str] = field(default_factory=set)
@@ -44,6 +47,7 @@ def record_intent(record: StageRecord, change: Change, backup_dir: str) -> Inten
     for backup in record.backups:
         first.setdefault(_original(backup), backup)
     intent = Intent(own=set(record.created), earlier=first)
+    intent.unbacked = {f.path for f in change.files if f.secret and f.path in intent.own}
     for file in change.files:
         if file.path in record.created or file.path in first:
             continue
@@ -53,6 +57,10 @@ def record_intent(record: StageRecord, change: Change, backup_dir: str) -> Inten
         else:
             intent.backups[file.path] = posixpath.join(backup_dir, file.path.lstrip("/"))
             record.backups.append(intent.backups[file.path])
+    for path in change.creates_files:
+        if path not in record.created and path not in first:
+            record.created.append(path)
+            intent.created.add(path)
     intent.links = {n for n in change.creates_links if n not in record.created_links}
     record.created_links += [n for n in change.creates_links if n in intent.links]
     return intent

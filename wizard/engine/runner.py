@@ -348,7 +348,9 @@ class Runner(PlanAhead):
                 intent = record_intent(record, change, backup_dir)
                 self.store.save_host(host)  # on disk before the change starts: a kill mid-change loses nothing
                 try:
-                    written = await apply_change(executor, change, backup_dir, options.reboot_timeout_s, options.guard)
+                    written = await apply_change(
+                        executor, change, backup_dir, options.reboot_timeout_s, options.guard, intent.unbacked
+                    )
                 except (ExecutorError, StepFailed):
                     with contextlib.suppress(ExecutorError):  # what never happened (or was reverted) is not undone
                         await forget_what_failed_to_stay(executor, record, intent)

@@ -85,6 +85,9 @@ class Change(_Model):
     revert: list[RemoteCommand] = Field(default_factory=list)
     """What the host runs after restoring the old files when the wizard cannot reach it again (default for
     netplan files: ``netplan apply``)."""
+    creates_files: list[str] = Field(default_factory=list)
+    """Files a command creates (not a FileWrite: a key generated on the host): recorded before the change runs, so
+    rollback removes them and a later rewrite does not back up the wizard's own file as if it were the original."""
     creates_links: list[str] = Field(default_factory=list)
     """Virtual interfaces (bonds) this change brings into being. netplan apply leaves a device it no longer
     configures in place, holding its members, so a revert or a rollback deletes these first."""
