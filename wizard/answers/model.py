@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from wizard.answers import ranges as host_ranges
 from wizard.answers import yamlio
+from wizard.answers.fabric import FabricSection
 from wizard.answers.numbering import (
     HostPaths,
     gateway_ids,
@@ -124,6 +125,15 @@ class Answers(_Model):
     inference: InferenceSection = Field(default_factory=InferenceSection)
     switches: SwitchesSection = Field(default_factory=SwitchesSection)
     """The leaf and spine switches, for `switch-config` (the wizard never logs into a switch)."""
+    fabric: FabricSection = Field(default_factory=FabricSection)
+    """The RDMA link layer (RoCE or InfiniBand) and node groups."""
+
+    def expect_speed_gbps(self, host: str) -> int | None:
+        """The link rate the host's RDMA ports must run at: its node group's, else discovery's."""
+        group = self.fabric.group_of(host)
+        if group is not None and group.expect_link_speed_gbps is not None:
+            return group.expect_link_speed_gbps
+        return self.discovery.expect_link_speed_gbps
 
     def host_id(self, name: str) -> int:
         """The host's number inside rail subnets."""
@@ -185,6 +195,10 @@ class Answers(_Model):
         for index, name in enumerate(allowed if isinstance(allowed, list) else []):
             if name not in names:
                 raise KeyProblem(("network", "allow_management_changes", index), f"{name!r} is not one of the hosts")
+        for gi, group in enumerate(self.fabric.groups):
+            for hi, name in enumerate(group.hosts):
+                if name not in names:
+                    raise KeyProblem(("fabric", "groups", gi, "hosts", hi), f"{name!r} is not one of the hosts")
         if ranges:
             host_ranges.remember(ranges[0], [h.model_dump(mode="json", exclude_none=True) for h in self.hosts])
         return self
