@@ -62,6 +62,11 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "hang",  # tests/engine/test_interrupt.py
         "engine_socket",  # tests/steps/test_inference_transport_demo.py
         "hf_logged_out",  # tests/steps/test_inference_weights.py
+        # InfiniBand: tests/lab/test_ib_sim.py
+        "no_sm",
+        "pkey_mismatch",
+        "ib_link_degraded",
+        "mixed_link_layer",
         # PCIe platform faults: tests/lab/test_pcie_sim.py
         "acs_enabled",
         "iommu_translated",

@@ -15,11 +15,13 @@ import asyncssh
 from wizard.lab.fabric import Fabric, crosswire_perm
 from wizard.lab.faults import Fault
 from wizard.lab.host import SimHost
+from wizard.lab.ib import IbSubnet
 from wizard.lab.profile import HostProfile, reference_profile
+from wizard.lab.profile_ib import ib_profile_for
 from wizard.lab.profile_rails import rails16_profile
 from wizard.lab.server import HostListener
 
-PROFILES = ("reference", "rails-16")  # demo profiles; the reference pair stays the default
+PROFILES = ("reference", "rails-16", "ib-seed003")  # demo profiles; the reference pair stays the default
 SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off", "pfc_storm")
 
 
@@ -42,6 +44,7 @@ class Lab:
         leaf_switches: bool = False,
         switch_os: str | None = None,
         switch_os_of: Mapping[str, str] | None = None,
+        infiniband: bool = False,
     ) -> None:
         if len(set(names)) != len(names) or not names:
             raise ValueError("lab host names must be unique and non-empty")
@@ -65,7 +68,12 @@ class Lab:
         self.switch_os = switch_os or "cumulus"
         self.switch_os_of = dict(switch_os_of or {})  # the answers' switches.os_of: these run their own NOS
         self.data_netdevs = [p.netdev for p in first.ports]
-        if leaf_switches:
+        self.ib: IbSubnet | None = None
+        if infiniband:
+            ports_per_host = {n: len(p.ports) for n, p in profiles.items()}
+            self.ib = IbSubnet.seed003(names, ports_per_host, self.faults)
+            self.fabric = Fabric.infiniband(self.ib, _outside_partition(profiles, self.faults))
+        elif leaf_switches:
             self.fabric = Fabric.leaf_rails(names, self.data_netdevs, self.faults, self.switch_os, self.switch_os_of)
         elif any(f.kind in SWITCH_FAULTS for f in self.faults):
             bad = next(f for f in self.faults if f.kind in SWITCH_FAULTS)
@@ -137,6 +145,27 @@ class Lab:
         )
 
     @classmethod
+    def ib_seed003(
+        cls,
+        names: list[str] | None = None,
+        *,
+        mgmt_addresses: dict[str, str] | None = None,
+        faults: Iterable[Fault] = (),
+    ) -> Lab:
+        """Seed 003's InfiniBand cluster: V100 nodes (one dual-port ConnectX-5, EDR 100G) and A100 nodes (two
+        ConnectX-6, HDR 200G; a host whose name contains "a100"), every port on one of two IB switches, the SM on
+        ib-sw-1 (wizard/lab/ib.py)."""
+        names = list(names) if names else ["v100-01", "v100-02", "a100-01", "a100-02"]
+        return cls(
+            names,
+            mgmt_addresses=mgmt_addresses,
+            faults=faults,
+            switched=True,
+            profile_factory=lambda i: ib_profile_for(names[i], i),
+            infiniband=True,
+        )
+
+    @classmethod
     def for_profile(
         cls,
         profile: str,
@@ -152,6 +181,10 @@ class Lab:
             return cls.rails16(
                 names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os, switch_os_of=switch_os_of
             )
+        if switch_os is not None:
+            raise ValueError("--switch-os needs modelled switches (--profile rails-16)")
+        if profile == "ib-seed003":
+            return cls.ib_seed003(names, mgmt_addresses=mgmt_addresses, faults=faults)
         if switch_os is not None:
             raise ValueError("--switch-os needs modelled switches (--profile rails-16)")
         if profile != "reference":
@@ -265,6 +298,16 @@ class Lab:
                 f"  UserKnownHostsFile {self.known_hosts_path}\n  StrictHostKeyChecking yes\n"
             )
         return "\n".join(out)
+
+
+def _outside_partition(profiles: Mapping[str, HostProfile], faults: list[Fault]) -> set[tuple[str, int]]:
+    """The ports the pkey_mismatch fault leaves out of the default partition (the first port when none is named)."""
+    out = set()
+    for f in faults:
+        if f.kind == "pkey_mismatch":
+            netdevs = [p.netdev for p in profiles[f.host].ports]
+            out.add((f.host, netdevs.index(f.arg) if f.arg in netdevs else 0))
+    return out
 
 
 def _preinstall(host: SimHost) -> None:

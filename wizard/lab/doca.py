@@ -67,7 +67,13 @@ def doca_catalog(release: str = "2.9.1", os_tag: str = "ubuntu2204") -> list[Pkg
             size_kb=70,
             bins=_tools("/usr/bin", "ibv_devices", "ibv_devinfo", "ibv_rc_pingpong"),
         ),
-        Pkg("infiniband-diags", mlnx, repo="doca", size_kb=430, bins=_tools("/usr/sbin", "ibstat", "ibstatus")),
+        Pkg(
+            "infiniband-diags",
+            mlnx,
+            repo="doca",
+            size_kb=430,
+            bins=_tools("/usr/sbin", "ibstat", "ibstatus", "sminfo", "iblinkinfo", "ibnetdiscover"),
+        ),
         Pkg(
             "perftest",
             f"{major}.0-0.66.g9093bae.{compact}068",

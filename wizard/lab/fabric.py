@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from wizard.lab.faults import Fault
+    from wizard.lab.ib import IbSubnet
     from wizard.lab.switches import SwitchFabric
 
 PortRef = tuple[str, int]  # (host name, index into the host profile's ports)
@@ -67,6 +68,18 @@ class Fabric:
         fab = cls(switched=True, switches=sw)
         for ref, sp in sw.attach.items():
             fab.segments[ref] = segment_of(sp)
+        return fab
+
+    @classmethod
+    def infiniband(cls, subnet: IbSubnet, outside_partition: set[PortRef]) -> Fabric:
+        """Every IB port in one subnet: IPoIB on the default partition is one broadcast domain across both switches
+        (whichever rail subnet its address is in). A port on the SM-less switch, or outside the default partition
+        (IBTA 10.9: no common P_Key, no packet), is in a segment of its own."""
+        fab = cls(switched=True, switch_mtu=4092)
+        for ref, (switch, _) in subnet.attach.items():
+            fab.segments[ref] = "ib" if subnet.managed(switch) else f"ib-{switch}"
+            if ref in outside_partition:
+                fab.segments[ref] = f"ib-pkey-{ref[0]}-{ref[1]}"
         return fab
 
     def path_mtu(self, a: PortRef, b: PortRef) -> int:

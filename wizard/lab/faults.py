@@ -37,6 +37,10 @@ FAULT_KINDS: dict[str, bool | None] = {
     "missing": True,
     "hang": None,
     "engine_socket": False,
+    "no_sm": False,
+    "pkey_mismatch": None,
+    "ib_link_degraded": None,
+    "mixed_link_layer": None,
     "hf_logged_out": False,
 }
 
@@ -82,6 +86,14 @@ FAULT_HELP = {
     "                   client signals it (wizard/lab/hang.py)",
     "engine_socket": "engine_socket      the inference engine's bundled NCCL finds no RDMA device (NET/IB : No device\n"
     "                   found) and carries its traffic over TCP sockets; /health still answers",
+    "no_sm": "no_sm              (ib-seed003) the host's ports are cabled to ib-sw-3, a switch with no subnet manager\n"
+    "                   and no link to the managed ones: they train but stay in Initializing",
+    "pkey_mismatch": "pkey_mismatch[=NETDEV] (ib-seed003) the SM left the port (default: the first) out of the\n"
+    "                   default partition: its P_Key table holds only 0x8002",
+    "ib_link_degraded": "ib_link_degraded[=NETDEV[:1X|GBPS]] (ib-seed003) the port (default: the first) trained at 1X\n"
+    "                   (a bad lane) or at a lower rate (e.g. :56, 4X FDR)",
+    "mixed_link_layer": "mixed_link_layer[=NETDEV] (ib-seed003) a VPI port (default: the last) left in Ethernet mode\n"
+    "                   (LINK_TYPE=ETH(2)); cabled into an IB switch it never gets a link (it keeps its name)",
     "hf_logged_out": "hf_logged_out      root never ran `hf auth login`: no Hugging Face token for gated models",
 }
 

@@ -116,6 +116,9 @@ class SimHost(LinkState):
                 return f
         return None
 
+    def faults_of(self, kind: str) -> list[Fault]:
+        return [f for f in self.faults if f.kind == kind]
+
     @property
     def time_scale(self) -> float:
         if self.time_scale_override is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wizard.lab import netops
+from wizard.lab import ib, netops
 
 if TYPE_CHECKING:
     from wizard.lab.netdevs import Netdev
@@ -54,6 +54,14 @@ class LinkState:
         )
 
     def port_carrier(self, i: int) -> bool:
+        if self.lab is not None and self.lab.ib is not None:
+            # IPoIB has carrier once the IB port is ACTIVE (SM swept it) and the interface is up; the port itself
+            # trains whatever the netdev's admin state (drivers/infiniband/ulp/ipoib: carrier follows the port).
+            port = self.profile.ports[i]
+            dev = self.netdevs.get(port.netdev)
+            if dev is not None and dev.kind == "ipoib":
+                return dev.admin_up and ib.view(self, i).state == "ACTIVE"  # type: ignore[arg-type]
+            return False  # a VPI port in Ethernet mode, cabled into an IB switch: the link never trains
         if not self.port_local_up(i):
             return False
         if self.lab is None or self.lab.fabric.switched:
@@ -81,6 +89,8 @@ class LinkState:
         if not self.netdev_carrier(name):
             return -1
         if dev.port_index is not None:
+            if dev.kind == "ipoib":  # ipoib_get_link_ksettings: the IB port's width x lane speed
+                return int(ib.view(self, dev.port_index).rate_gbps * 1000)  # type: ignore[arg-type]
             return self.profile.card_of(dev.port_index).model.speed_mbps
         if dev.kind == "bond" and dev.bond is not None:
             speeds = [self.netdev_speed(s) for s in dev.slaves if self.netdev_carrier(s)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING
 
+from wizard.lab import ib
 from wizard.lab.netdevs import Addr, BondParams, Netdev, Qos, drop_link_local, ensure_link_local, persistent_mac
 
 if TYPE_CHECKING:
@@ -44,9 +45,10 @@ def create_ports(host: SimHost) -> list[str]:
         if port.netdev in host.netdevs:
             remove_netdev(host, port.netdev)
         card = host.profile.card_of(i)
+        ipoib = ib.is_ib_port(host, i)
         dev = Netdev(
             port.netdev,
-            "ether",
+            "ipoib" if ipoib else "ether",
             next_ifindex(host),
             port.mac,
             port.mac,
@@ -54,8 +56,12 @@ def create_ports(host: SimHost) -> list[str]:
             pci=port.pci,
             port_index=i,
             max_mtu=card.model.max_mtu,
-            qos=_default_qos(host),
+            qos=None if ipoib else _default_qos(host),
         )
+        if ipoib:
+            # IPoIB datagram mode: the IB MTU of the broadcast group minus the 4-byte IPoIB header; opensm creates
+            # the default partition's group with a 2048-byte MTU unless partitions.conf says mtu=5 (4096).
+            dev.mtu, dev.driver = 2044, "mlx5_core[ib_ipoib]"
         fault = host.fault("mtu_mismatch", port.netdev)
         if fault:
             dev.mtu_cap = 1500

@@ -176,7 +176,12 @@ UBUNTU: list[Pkg] = [
         depends=("libibverbs1",),
         bins=_tools("/usr/bin", "ibv_devices", "ibv_devinfo", "ibv_rc_pingpong"),
     ),
-    Pkg("infiniband-diags", "39.0-1", size_kb=412, bins=_tools("/usr/sbin", "ibstat", "ibstatus")),
+    Pkg(
+        "infiniband-diags",
+        "39.0-1",
+        size_kb=412,
+        bins=_tools("/usr/sbin", "ibstat", "ibstatus", "sminfo", "iblinkinfo", "ibnetdiscover"),
+    ),
     Pkg(
         "perftest",
         "4.4+0.37-1",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from wizard.lab.gids import GidEntry, GidTable, desired_entries
+from wizard.lab import ib
+from wizard.lab.gids import ROCE_V1, GidEntry, GidTable, desired_entries, link_local_gid
 from wizard.lab.netdevs import LAG_MODES
 from wizard.lab.profile import CardSpec, PortSpec
 
@@ -36,10 +37,12 @@ def _port_of(card: CardSpec, pci: str) -> PortSpec:
     return next(p for p in card.ports if p.pci == pci)
 
 
-def inbox_name(port: PortSpec) -> str:
-    """rdma-core's udev NAME_FALLBACK by PCI path: roce[P<domain>]p<bus>s<slot>f<fn> (decimal numbers)."""
+def inbox_name(port: PortSpec, link_layer: str = "Ethernet") -> str:
+    """rdma-core's udev NAME_FALLBACK by PCI path: roce[P<domain>]p<bus>s<slot>f<fn> (decimal numbers), with the
+    prefix "ib" for an InfiniBand port (rdma-core kernel-boot/rdma_rename.c: "roce" or "ib" by link layer)."""
     dom = f"P{port.domain}" if port.domain else ""
-    return f"roce{dom}p{port.bus}s{port.slot}f{port.function}"
+    prefix = "ib" if link_layer == "InfiniBand" else "roce"
+    return f"{prefix}{dom}p{port.bus}s{port.slot}f{port.function}"
 
 
 def _state_key(host: SimHost) -> tuple:
@@ -87,7 +90,8 @@ def _compute(host: SimHost) -> list[RdmaDev]:
             if p.netdev not in host.netdevs:
                 index += 1
                 continue
-            name = f"mlx5_{index}" if host.stack == "doca" else inbox_name(p)
+            layer = ib.port_link_layer(host, ports.index(p)) if host.lab is not None and host.lab.ib else "Ethernet"
+            name = f"mlx5_{index}" if host.stack == "doca" else inbox_name(p, layer)
             out.append(RdmaDev(name, card, (ports.index(p),), p.pci, p.netdev))
             index += 1
     return out
@@ -98,11 +102,24 @@ def find(host: SimHost, name: str) -> RdmaDev | None:
 
 
 def port_active(host: SimHost, dev: RdmaDev) -> bool:
+    if is_ib(host, dev):
+        return ib.view(host, dev.port_indices[0]).state == "ACTIVE"
     return any(host.port_carrier(i) for i in dev.port_indices)
+
+
+def is_ib(host: SimHost, dev: RdmaDev) -> bool:
+    return host.lab is not None and host.lab.ib is not None and ib.is_ib_port(host, dev.port_indices[0])
+
+
+def link_layer(host: SimHost, dev: RdmaDev) -> str:
+    return "InfiniBand" if is_ib(host, dev) else "Ethernet"
 
 
 def state_text(host: SimHost, dev: RdmaDev) -> tuple[str, str]:
     """(state, physical_state) in iproute2 ``rdma link`` words."""
+    if is_ib(host, dev):
+        v = ib.view(host, dev.port_indices[0])
+        return v.state, {"LinkUp": "LINK_UP", "Polling": "POLLING", "Disabled": "DISABLED"}[v.phys_state]
     return ("ACTIVE", "LINK_UP") if port_active(host, dev) else ("DOWN", "DISABLED")
 
 
@@ -138,6 +155,10 @@ def gid_table(host: SimHost, dev: RdmaDev) -> GidTable:
 
 
 def _desired(host: SimHost, dev: RdmaDev) -> list[GidEntry]:
+    if is_ib(host, dev):
+        # An IB port's GID table holds the subnet prefix (fe80::/64 unless the SM sets another) + the port GUID at
+        # index 0; IP addresses on IPoIB never become GIDs (IBTA 4.1.1; ib_cache only adds RoCE GIDs from netdevs).
+        return [GidEntry(link_local_gid(dev.port.mac), ROCE_V1, "")]
     nd = host.netdevs.get(dev.netdev)
     if nd is None:
         return []

@@ -6,7 +6,7 @@ import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from wizard.lab import rdma
+from wizard.lab import ib, rdma
 from wizard.lab.gids import ZERO_GID
 from wizard.lab.nodes import DynDir, DynFile, FsError, Node, Symlink
 from wizard.lab.sysfs_util import _const, _dir, _indexed, _int_writer, _ro
@@ -76,20 +76,22 @@ class RdmaSysfs:
         def attr_reader(i: int, attr: str) -> Callable[[], str]:
             def read() -> str:
                 entry = table()[i]
-                if entry is None:
+                if entry is None or (attr == "ndev" and not entry.ndev):  # an IB GID has no netdev: EINVAL
                     raise FsError(errno.EINVAL, "")
                 return getattr(entry, attr) + "\n"
 
             return read
 
         def entries() -> dict[str, Node]:
+            if rdma.is_ib(host, dev):
+                return self._ib_port_ib(dev, gid_reader, attr_reader)
             active = rdma.port_active(host, dev)
             speed = host.profile.card_of(dev.port_indices[0]).model.speed_mbps // 1000
             return {
                 "state": _const("4: ACTIVE" if active else "1: DOWN"),
                 "phys_state": _const("5: LinkUp" if active else "3: Disabled"),
                 "rate": _const(f"{speed} Gb/sec ({dev.card.model.rate_width})" if active else "10 Gb/sec (4X SDR)"),
-                "link_layer": _const(dev.card.model.link_layer),
+                "link_layer": _const(rdma.link_layer(host, dev)),
                 "lid": _const("0x0"),
                 "sm_lid": _const("0x0"),
                 "lid_mask_count": _const("0"),
@@ -107,6 +109,33 @@ class RdmaSysfs:
             }
 
         return _dir(entries)
+
+    def _ib_port_ib(self, dev: rdma.RdmaDev, gid_reader: Callable, attr_reader: Callable) -> dict[str, Node]:
+        """An InfiniBand port: state, rate, LIDs and P_Keys from the subnet (wizard/lab/ib.py), in the formats of
+        drivers/infiniband/core/sysfs.c (state_show "%d: %s", lid_show "0x%x", show_port_pkey "0x%04x")."""
+        host = self.host
+        v = ib.view(host, dev.port_indices[0])
+        pkeys = {str(n): _const(p) for n, p in enumerate(v.pkeys)}
+        return {
+            "state": _const(f"{ib.STATE_NUM[v.state]}: {v.state}"),
+            "phys_state": _const(f"{ib.PHYS_NUM[v.phys_state]}: {v.phys_state}"),
+            "rate": _const(v.rate_text),
+            "link_layer": _const("InfiniBand"),
+            "lid": _const(f"0x{v.lid:x}"),
+            "sm_lid": _const(f"0x{v.sm_lid:x}"),
+            "lid_mask_count": _const("0"),
+            "sm_sl": _const("0"),
+            "cap_mask": _const("0xa651e848"),
+            "gids": _indexed(lambda i: DynFile(gid_reader(i))),
+            "gid_attrs": _dir(
+                lambda: {
+                    "types": _indexed(lambda i: DynFile(attr_reader(i, "type"))),
+                    "ndevs": _indexed(lambda i: DynFile(attr_reader(i, "ndev"))),
+                }
+            ),
+            "pkeys": _dir(lambda: pkeys),
+            "hw_counters": _dir(lambda: {k: _const(str(val)) for k, val in host.rdma_counters(dev).items()}),
+        }
 
     # -- configfs (rdma_cm default RoCE mode / ToS, as cma_roce_mode and cma_roce_tos use it) ---------------
     def _configfs(self) -> dict[str, Node]:

@@ -80,6 +80,7 @@ def _load() -> None:
         fileinfo,
         files,
         gpu,
+        ibdiag,
         kernel,
         net,
         netplan,

@@ -55,10 +55,30 @@ def _bond_text(dev: Netdev) -> str:
     )
 
 
+# IPoIB's 20-byte hardware address: 4 bytes of flags + QPN, then the port GID (ipoib_main.c ipoib_add_port); the
+# broadcast address is the IPv4 broadcast group of the default partition (P_Key 0xffff, scope link).
+IPOIB_BROADCAST = "00:ff:ff:ff:ff:12:40:1b:ff:ff:00:00:00:00:00:00:ff:ff:ff:ff"
+
+
+def ipoib_address(mac: str) -> str:
+    from wizard.lab.rdma import port_guid
+
+    guid = port_guid(mac)
+    return "00:00:10:87:fe:80:00:00:00:00:00:00:" + ":".join(guid[i : i + 2] for i in range(0, 16, 2))
+
+
+def link_kind(dev: Netdev) -> tuple[str, str, str]:
+    """(link_type, address, broadcast) as ip prints them."""
+    if dev.kind == "loopback":
+        return "loopback", dev.mac, "00:00:00:00:00:00"
+    if dev.kind == "ipoib":
+        return "infiniband", ipoib_address(dev.mac), IPOIB_BROADCAST
+    return "ether", dev.mac, "ff:ff:ff:ff:ff:ff"
+
+
 def _link_lines(ctx: Ctx, dev: Netdev, details: bool) -> list[str]:
-    kind = "loopback" if dev.kind == "loopback" else "ether"
-    brd = "00:00:00:00:00:00" if dev.kind == "loopback" else "ff:ff:ff:ff:ff:ff"
-    line = f"    link/{kind} {dev.mac} brd {brd}"
+    kind, address, brd = link_kind(dev)
+    line = f"    link/{kind} {address} brd {brd}"
     if dev.mac != dev.perm_mac and dev.kind == "ether":
         line += f" permaddr {dev.perm_mac}"
     if not details:
@@ -124,9 +144,9 @@ def link_json(ctx: Ctx, dev: Netdev, *, details: bool, addrs: bool, family: str 
             "operstate": host.operstate(dev.name),
             "group": "default",
             "txqlen": 1000,
-            "link_type": "loopback" if dev.kind == "loopback" else "ether",
-            "address": dev.mac,
-            "broadcast": "00:00:00:00:00:00" if dev.kind == "loopback" else "ff:ff:ff:ff:ff:ff",
+            "link_type": link_kind(dev)[0],
+            "address": link_kind(dev)[1],
+            "broadcast": link_kind(dev)[2],
         }
     )
     if dev.mac != dev.perm_mac and dev.kind == "ether":

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wizard.lab import kmods
+from wizard.lab import ib, kmods
 from wizard.lab.commands import command, getopts
 from wizard.lab.streams import CommandFailed, Ctx
 
@@ -96,6 +96,15 @@ async def modinfo(ctx: Ctx) -> int:
     return status
 
 
+# nvidia-smi name -> (pci.ids device name, vendor:device), from the PCI ID database (pci-ids.ucw.cz, vendor 10de)
+GPU_PCI = {
+    "NVIDIA L20": ("AD102GL [L20]", "10de:26ba"),
+    "NVIDIA H100 80GB HBM3": ("GH100 [H100 SXM5 80GB]", "10de:2330"),
+    "Tesla V100-SXM2-32GB": ("GV100GL [Tesla V100 SXM2 32GB]", "10de:1db5"),
+    "NVIDIA A100-SXM4-80GB": ("GA100 [A100 SXM4 80GB]", "10de:20b2"),
+}
+
+
 def _pci_rows(ctx: Ctx) -> list[tuple[str, str, str, str, str, str]]:
     """(address, class name, class id, vendor+device text, ids, rev)."""
     p = ctx.host.profile
@@ -109,20 +118,24 @@ def _pci_rows(ctx: Ctx) -> list[tuple[str, str, str, str, str, str]]:
             "02",
         )
     ]
+    ib_lab = ctx.host.lab is not None and getattr(ctx.host.lab, "ib", None) is not None
     for card in p.cards:
         for port in card.ports:
+            # A VPI function in InfiniBand mode has PCI class 0207 (pci_ids.h PCI_CLASS_SERIAL_INFINIBAND)
+            ib_mode = ib_lab and ib.port_link_layer(ctx.host, p.ports.index(port)) == "InfiniBand"
             rows.append(
                 (
                     port.pci,
-                    "Ethernet controller",
-                    "0200",
+                    "Infiniband controller" if ib_mode else "Ethernet controller",
+                    "0207" if ib_mode else "0200",
                     f"Mellanox Technologies {card.model.lspci_name}",
                     f"15b3:{card.model.device_id}",
                     "",
                 )
             )
     for g in p.gpus:
-        rows.append((g.pci, "3D controller", "0302", "NVIDIA Corporation AD102GL [L20]", "10de:26ba", "a1"))
+        name, ids = GPU_PCI.get(g.name, GPU_PCI["NVIDIA L20"])
+        rows.append((g.pci, "3D controller", "0302", f"NVIDIA Corporation {name}", ids, "a1"))
     return sorted(rows)
 
 

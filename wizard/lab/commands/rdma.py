@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from wizard.lab import ib
 from wizard.lab import rdma as R
 from wizard.lab.commands import command
 from wizard.lab.gids import ROCE_V2, compact
@@ -147,15 +148,21 @@ def _devinfo(ctx: Ctx, d: R.RdmaDev, verbose: bool) -> str:
         lines += [f"\t{k}:{tabs}{v}" for k, tabs, v in DEVICE_CAPS]
     active = R.port_active(host, d)
     mtu = R.active_mtu(host, d)
+    state = "PORT_ACTIVE (4)" if active else "PORT_DOWN (1)"
+    sm_lid, lid = 0, 0
+    if R.is_ib(host, d):
+        v = ib.view(host, d.port_indices[0])
+        state = f"PORT_{v.state} ({ib.STATE_NUM[v.state]})"
+        sm_lid, lid, mtu = v.sm_lid, (v.lid if v.state == "ACTIVE" else 0), 4096
     lines += [
         "\t\tport:\t1",
-        f"\t\t\tstate:\t\t\t{'PORT_ACTIVE (4)' if active else 'PORT_DOWN (1)'}",
+        f"\t\t\tstate:\t\t\t{state}",
         "\t\t\tmax_mtu:\t\t4096 (5)",
         f"\t\t\tactive_mtu:\t\t{MTU_TEXT[mtu]}",
-        "\t\t\tsm_lid:\t\t\t0",
-        "\t\t\tport_lid:\t\t0",
+        f"\t\t\tsm_lid:\t\t\t{sm_lid}",
+        f"\t\t\tport_lid:\t\t{lid}",
         "\t\t\tport_lmc:\t\t0x00",
-        f"\t\t\tlink_layer:\t\t{m.link_layer}",
+        f"\t\t\tlink_layer:\t\t{R.link_layer(host, d)}",
     ]
     if verbose:
         speed = f"{m.speed_mbps / 1000:.1f} Gbps (32)" if active else "2.5 Gbps (1)"
@@ -237,6 +244,9 @@ async def ibstat(ctx: Ctx) -> int:
             ctx.print(d.name)
         return 0
     for d in devs:
+        if R.is_ib(host, d):
+            ctx.print(_ibstat_ib(ctx, d))
+            continue
         active = R.port_active(host, d)
         speed = d.card.model.speed_mbps // 1000
         mac = host.netdevs[d.netdev].mac if d.netdev in host.netdevs else d.port.mac
@@ -249,15 +259,43 @@ async def ibstat(ctx: Ctx) -> int:
             f"\t\tPhysical state: {'LinkUp' if active else 'Disabled'}\n"
             f"\t\tRate: {speed if active else 10}\n\t\tBase lid: 0\n\t\tLMC: 0\n\t\tSM lid: 0\n"
             f"\t\tCapability mask: 0x04010000\n\t\tPort GUID: 0x{R.port_guid(mac)}\n"
-            f"\t\tLink layer: {d.card.model.link_layer}"
+            f"\t\tLink layer: {R.link_layer(host, d)}"
         )
     return 0
+
+
+def _ibstat_ib(ctx: Ctx, d: R.RdmaDev) -> str:
+    """ibstat of an InfiniBand port (infiniband-diags ibstat.c: port_state_str, port_phy_state_str; Rate is the
+    total in Gb/s, LIDs decimal)."""
+    host = ctx.host
+    v = ib.view(host, d.port_indices[0])
+    return (
+        f"CA '{d.name}'\n\tCA type: {d.card.model.ca_type}\n\tNumber of ports: 1\n"
+        f"\tFirmware version: {host.firmware(d.card)}\n\tHardware version: 0\n"
+        f"\tNode GUID: 0x{R.port_guid(d.port.mac)}\n"
+        f"\tSystem image GUID: 0x{R.port_guid(d.card.ports[0].mac)}\n\tPort 1:\n"
+        f"\t\tState: {ib.IBSTAT_STATE[v.state]}\n\t\tPhysical state: {v.phys_state}\n"
+        f"\t\tRate: {v.rate_gbps:g}\n\t\tBase lid: {v.lid}\n\t\tLMC: 0\n\t\tSM lid: {v.sm_lid}\n"
+        f"\t\tCapability mask: 0xa651e848\n\t\tPort GUID: 0x{R.port_guid(d.port.mac)}\n"
+        f"\t\tLink layer: InfiniBand"
+    )
 
 
 @command("ibstatus")
 async def ibstatus(ctx: Ctx) -> int:
     host = ctx.host
     for d in _devices(ctx):
+        if R.is_ib(host, d):
+            v = ib.view(host, d.port_indices[0])
+            gid = R.gid_table(host, d).slots[0]
+            ctx.print(
+                f"Infiniband device '{d.name}' port 1 status:\n\tdefault gid:\t {gid.gid if gid else ''}\n"
+                f"\tbase lid:\t 0x{v.lid:x}\n\tsm lid:\t\t 0x{v.sm_lid:x}\n"
+                f"\tstate:\t\t {ib.STATE_NUM[v.state]}: {v.state}\n"
+                f"\tphys state:\t {ib.PHYS_NUM[v.phys_state]}: {v.phys_state}\n\trate:\t\t {v.rate_text}\n"
+                "\tlink_layer:\t InfiniBand\n"
+            )
+            continue
         active = R.port_active(host, d)
         table = R.gid_table(host, d)
         gid = table.slots[0].gid if table.slots[0] else "0000:0000:0000:0000:0000:0000:0000:0000"
@@ -267,6 +305,6 @@ async def ibstatus(ctx: Ctx) -> int:
             f"Infiniband device '{d.name}' port 1 status:\n\tdefault gid:\t {gid}\n\tbase lid:\t 0x0\n"
             f"\tsm lid:\t\t 0x0\n\tstate:\t\t {'4: ACTIVE' if active else '1: DOWN'}\n"
             f"\tphys state:\t {'5: LinkUp' if active else '3: Disabled'}\n\trate:\t\t {rate}\n"
-            f"\tlink_layer:\t {d.card.model.link_layer}\n"
+            f"\tlink_layer:\t {R.link_layer(host, d)}\n"
         )
     return 0
