@@ -13,8 +13,8 @@ from wizard.engine.step import CheckItem
 SUPPORTED_OS = {("ubuntu", "22.04"), ("ubuntu", "24.04"), ("debian", "12")}
 
 
-def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
-    """Per-host verdicts on what discovery found."""
+def discovery_checks(facts: df.DiscoveryFacts, expect: Any, link_layer: str = "ethernet") -> list[CheckItem]:
+    """Per-host verdicts on what discovery found (InfiniBand ports' links: steps/discovery/ib_checks.py)."""
     items: list[CheckItem] = []
     add = items.append
     os_ok = (facts.os_id, facts.os_version) in SUPPORTED_OS
@@ -94,6 +94,7 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
                 evidence=f"{len(rdma)} RDMA ports, expected {expect.expect_rdma_ports}",
             )
         )
+    rdma = [p for p in rdma if p.ib is None]  # an IB port's state, width and rate have their own items
     down = [p for p in rdma if p.link_detected is False or (p.rdma_state or "ACTIVE") != "ACTIVE"]
     add(
         CheckItem(
@@ -128,7 +129,7 @@ def discovery_checks(facts: df.DiscoveryFacts, expect: Any) -> list[CheckItem]:
             )
         )
     # ACS, IOMMU and link downgrades warn here; a port in InfiniBand mode fails (steps/platform/checks.py)
-    items += platform_checks(facts.platform, *named_endpoints(facts))
+    items += platform_checks(facts.platform, *named_endpoints(facts), link_layer=link_layer)
     return items
 
 
@@ -149,6 +150,12 @@ def describe_host(facts: df.DiscoveryFacts) -> list[str]:
         speed = f"{port.speed_mbps // 1000}G" if port.speed_mbps else "no link"
         rdma = f"{port.rdma_device}/{port.rdma_port}" if port.rdma_device else "no RDMA device"
         gid = port.roce_v2_ipv4_gid
+        if port.ib is not None:  # InfiniBand: the port state, LID and rate say more than the IPoIB netdev
+            ib = port.ib
+            lid = f" LID {ib.lid}" if ib.state == "ACTIVE" else ""
+            speed = f"IB {ib.state}{lid} {ib.rate_text}" + (
+                f" -> {ib.switch} port {ib.switch_port}" if ib.switch else ""
+            )
         lines.append(
             f"  {port.netdev or '?':<12} {rdma:<16} {port.model} fw {port.firmware or '?'} {port.pci} numa "
             f"{port.numa_node if port.numa_node is not None else '?'} {speed} mtu {port.mtu or '?'}"
@@ -170,6 +177,8 @@ def describe_host(facts: df.DiscoveryFacts) -> list[str]:
                 groups.setdefault(tuple(gpu.nearest_nics), []).append(gpu.index)
         for nics, indices in groups.items():
             lines.append(f"  GPU {','.join(map(str, indices))} nearest NIC: {', '.join(nics)}")
+    if facts.ib_sm is not None:
+        lines.append(f"  subnet manager: LID {facts.ib_sm.lid} ({facts.ib_sm.guid}, {facts.ib_sm.state or '?'})")
     return lines
 
 

@@ -69,6 +69,37 @@ class Gid(_Model):
     version: str | None = None
 
 
+class IbPortState(_Model):
+    """An InfiniBand port as sysfs and the subnet report it (steps/discovery/infiniband.py)."""
+
+    state: str  # DOWN / INIT / ARMED / ACTIVE
+    phys_state: str | None = None  # LinkUp / Polling / Disabled
+    rate_gbps: float | None = None
+    width: int | None = None  # lanes: 4X -> 4
+    speed: str | None = None  # EDR / HDR / NDR
+    lid: int | None = None
+    sm_lid: int | None = None
+    sm_sl: int | None = None
+    pkeys: list[str] = Field(default_factory=list)
+    switch: str | None = None
+    """The IB switch the port is cabled to (iblinkinfo), when infiniband-diags is installed."""
+    switch_port: int | None = None
+
+    @property
+    def rate_text(self) -> str:
+        width = f"{self.width}X " if self.width else ""
+        return f"{self.rate_gbps:g} Gb/s ({width}{self.speed or '?'})" if self.rate_gbps else "rate ?"
+
+
+class IbSm(_Model):
+    """The master subnet manager, as sminfo reports it."""
+
+    lid: int
+    guid: str
+    priority: int | None = None
+    state: str | None = None
+
+
 class NicPort(_Model):
     """One network function of a ConnectX card: PCI function, netdev, RDMA device and link."""
 
@@ -93,6 +124,8 @@ class NicPort(_Model):
     gids: list[Gid] = Field(default_factory=list)
     lldp: LldpNeighbor | None = None
     """The switch port LLDP sees on this port (lldpd's lldpctl), None when none is known."""
+    ib: IbPortState | None = None
+    """InfiniBand ports only: port state, rate, LIDs, partition keys and the switch port it reaches."""
     link: LinkCounters | None = None
     """Link-stability counters (carrier, link_down_events_phy, CRC/symbol errors; steps/discovery/links.py)."""
 
@@ -138,6 +171,10 @@ class DiscoveryFacts(_Model):
     packages: dict[str, str] = Field(default_factory=dict)
     gpus: list[Gpu] = Field(default_factory=list)
     gpu_driver: str | None = None
+    ib_sm: IbSm | None = None
+    """The master subnet manager (sminfo), on hosts with InfiniBand ports and infiniband-diags."""
+    ib_sm_error: str | None = None
+    """Why sminfo gave no answer (not installed, timed out: no SM)."""
     nccl_version: str | None = None
     platform: PlatformFacts | None = None
     """PCIe paths/ACS, IOMMU mode, link training and NIC firmware settings (steps/platform/facts.py)."""

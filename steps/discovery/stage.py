@@ -7,6 +7,8 @@ from typing import Any, ClassVar
 
 from steps.discovery import facts as df
 from steps.discovery.checks import describe_host, discovery_checks, host_differences
+from steps.discovery.ib_checks import infiniband_checks
+from steps.discovery.infiniband import PKEYS, PORT_ATTRS, probe_infiniband
 from steps.discovery.links import flap_checks, probe_links
 from steps.discovery.lldp import LLDPCTL, lldp_cluster_checks, lldp_host_checks, probe_lldp
 from steps.platform.facts import named_endpoints, platform_prefetch, probe_platform
@@ -38,7 +40,7 @@ DPKG = ["dpkg-query", "-W"]
 GPU_LIST = ["nvidia-smi", GPU_QUERY, "--format=csv"]
 GPU_TOPO = ["nvidia-smi", "topo", "-m"]
 PLAIN = (OS_RELEASE, UNAME, HOSTNAME, SSH_CONNECTION, LSPCI, NUMA, IP_ADDR, RDMA_LINK, GIDS, OFED_INFO, LSMOD, DPKG,
-         GPU_LIST, GPU_TOPO)  # fmt: skip
+         GPU_LIST, GPU_TOPO, PORT_ATTRS, PKEYS)  # fmt: skip
 
 
 def ethtool_argvs(netdev: str) -> list[list[str]]:
@@ -57,6 +59,8 @@ class Discovery(Step):
         "mlxconfig -d *": "per ConnectX card that lspci of this read found",
         "mstconfig -d *": "per ConnectX card that lspci of this read found, where mlxconfig is not installed",
         "grep -sH . /sys/bus/pci/devices/*/iommu_group/type": "only where ls /sys/kernel/iommu_groups lists groups",
+        "sminfo": "with sudo, only where sysfs shows an InfiniBand port",
+        "iblinkinfo": "with sudo, only where sysfs shows an InfiniBand port",
     }
 
     def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
@@ -115,6 +119,7 @@ class Discovery(Step):
         for port in facts.ports + facts.soft_rdma:
             if port.netdev:
                 await self._probe_ethtool(port, out, notes)
+        await probe_infiniband(ex, facts, out)
         await probe_links(ex, facts.ports, ctx.facts.get("discovery"))  # against the previous discovery's read
         facts.ssh_interface = df.ssh_interface(facts.ssh_server_address, facts.ports, facts.other_interfaces)
 
@@ -174,7 +179,13 @@ class Discovery(Step):
         if raw is None:
             return [CheckItem(id="facts", title="facts collected", status="fail", evidence="no facts")]
         facts = df.DiscoveryFacts.model_validate(raw)
-        checks = discovery_checks(facts, view.answers.discovery) + lldp_host_checks(view, facts)
+        answers = view.answers
+        # a node group's link rate replaces discovery's (V100 on EDR, A100 on HDR in one cluster)
+        expect = answers.discovery.model_copy(update={"expect_link_speed_gbps": answers.expect_speed_gbps(host)})
+        want = answers.fabric.link_layer_of(host)
+        # the link layer item first: a VPI port in the wrong mode explains its missing link
+        checks = infiniband_checks(facts, want, expect.expect_link_speed_gbps, answers.fabric.ib_pkey)
+        checks += discovery_checks(facts, expect, want) + lldp_host_checks(view, facts)
         return checks + flap_checks(host, facts.rdma_ports())
 
     def describe(self, view: ClusterView, host: str) -> list[str]:
@@ -187,7 +198,13 @@ class Discovery(Step):
             for h in view.answers.hosts
             if view.stage_facts(h.name, self.id)
         }
-        result = host_differences(facts)
+        # hosts are compared within their node group: V100 and A100 nodes differ by design
+        groups: dict[str, dict[str, df.DiscoveryFacts]] = {}
+        for name, f in facts.items():
+            groups.setdefault(view.answers.fabric.group_name(name), {})[name] = f
+        result: dict[str, list[CheckItem]] = {}
+        for members in groups.values():
+            result.update(host_differences(members))
         for host, items in lldp_cluster_checks(view, facts).items():
             result.setdefault(host, []).extend(items)
         return result

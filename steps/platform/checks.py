@@ -18,14 +18,19 @@ PASSTHROUGH = {"identity"}
 
 
 def platform_checks(
-    facts: PlatformFacts | None, nics: dict[str, str], gpus: dict[str, str], *, gpudirect: bool = False
+    facts: PlatformFacts | None,
+    nics: dict[str, str],
+    gpus: dict[str, str],
+    *,
+    gpudirect: bool = False,
+    link_layer: str = "ethernet",
 ) -> list[CheckItem]:
     """The platform items for discovery (warnings) or gpudirect (ACS redirect fails)."""
     if facts is None:
         return []
     items = [acs_check(facts, nics, gpus, gpudirect), iommu_check(facts, gpus), link_check(facts)]
     if not gpudirect:
-        items.append(firmware_check(facts, nics))
+        items.append(firmware_check(facts, nics, link_layer))
     return items
 
 
@@ -180,7 +185,7 @@ def link_check(facts: PlatformFacts) -> CheckItem:
     )
 
 
-def firmware_check(facts: PlatformFacts, nics: dict[str, str]) -> CheckItem:
+def firmware_check(facts: PlatformFacts, nics: dict[str, str], link_layer: str = "ethernet") -> CheckItem:
     title = "ConnectX firmware configuration (read only)"
     if not facts.firmware_tool:
         return CheckItem(
@@ -197,13 +202,17 @@ def firmware_check(facts: PlatformFacts, nics: dict[str, str]) -> CheckItem:
         for port, (current, nxt) in sorted(card.link_types.items()):
             fn = f"{card.pci.rsplit('.', 1)[0]}.{port - 1}"
             name = nics.get(fn, fn)
-            if is_ib(current) or is_ib(nxt):
-                when = "now" if is_ib(current) else f"at the next boot (now {current})"
+            # the fabric decides which mode is wrong; auto accepts either (discovery's link layer item still names
+            # a port whose mode differs from its host's group)
+            other = {"ethernet": is_ib, "infiniband": lambda v: not is_ib(v)}.get(link_layer)
+            if other is not None and (other(current) or other(nxt)):
+                mode = "InfiniBand" if link_layer == "ethernet" else "Ethernet"
+                when = "now" if other(current) else f"at the next boot (now {current})"
                 wrong.append(
                     (
                         card.pci,
                         port,
-                        f"{name} ({fn}): LINK_TYPE_P{port}={nxt if is_ib(nxt) else current} runs InfiniBand {when}",
+                        f"{name} ({fn}): LINK_TYPE_P{port}={nxt if other(nxt) else current} runs {mode} {when}",
                     )
                 )
         sriov = f"SR-IOV {card.sriov_en or '?'} with {card.num_vfs or '?'} VFs"
@@ -213,12 +222,16 @@ def firmware_check(facts: PlatformFacts, nics: dict[str, str]) -> CheckItem:
             f"{card.advanced_pci_settings or '?'}" + (f", LINK_TYPE {types}" if types else "")
         )
     if wrong:
-        fixes = "; ".join(f"sudo {facts.firmware_tool} -d {pci} set LINK_TYPE_P{port}=ETH" for pci, port, _ in wrong)
+        value = "IB" if link_layer == "infiniband" else "ETH"
+        fixes = "; ".join(
+            f"sudo {facts.firmware_tool} -d {pci} set LINK_TYPE_P{port}={value}" for pci, port, _ in wrong
+        )
+        design = "InfiniBand (fabric.link_layer)" if link_layer == "infiniband" else "Ethernet (RoCE)"
         return CheckItem(
             id="nic_firmware",
             title=title,
             status="fail",
-            evidence="this design is Ethernet (RoCE): " + "; ".join(w for _, _, w in wrong),
+            evidence=f"this design is {design}: " + "; ".join(w for _, _, w in wrong),
             fix=f"{fixes}, then reboot (roce-wizard never writes firmware settings)",
         )
     failed = bool(facts.firmware) and all(card.error for card in facts.firmware)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from steps.discovery.infiniband import PKEYS, PORT_ATTRS
 from steps.discovery.stage import GIDS, GPU_LIST, Discovery
 from tests.record_probes import EXAMPLE, TABLES, NoHost, first_read, table_executor, table_rows
 from wizard.answers.model import load_answers
@@ -98,7 +99,7 @@ def vmlab_table() -> dict[tuple[str, bool], CommandResult]:
     }
     others = ["cat /etc/os-release", "uname -r", "hostname", "printenv SSH_CONNECTION",
               "grep -sH . /sys/bus/pci/devices/*/numa_node", "ethtool eth3", "ethtool -i eth3", "ethtool -i bond0",
-              "ofed_info -s", "dpkg-query -W", render_command(GPU_LIST)]  # fmt: skip
+              "ofed_info -s", "dpkg-query -W", render_command(GPU_LIST), PORT_ATTRS, PKEYS]  # fmt: skip
     table = {(c, False): r for c, r in real.items()} | {(c, False): _not_captured() for c in others}
     return table | {("true", True): CommandResult("", 0, "", "", 0.0, ""), ("lldpctl -f json", True): _not_captured()}
 
@@ -123,7 +124,7 @@ async def test_a_table_of_real_outputs_answers_discovery_of_a_soft_roce_vm() -> 
 def test_recorded_tables_hold_each_command_once_with_its_result() -> None:
     data = json.loads((TABLES / "discovery-server1.json").read_text(encoding="utf-8"))
     keys = [(row["command"], row["sudo"]) for row in data["commands"]]
-    assert len(keys) == len(set(keys)) == 34  # with `command -v` finding no firmware tool
+    assert len(keys) == len(set(keys)) == 36  # with `command -v` finding no firmware tool, and the 2 IB port reads
     assert table_rows({("uname -r", False): CommandResult("uname -r", 0, "6.1", "", 0.0, "6.1\n")}) == [
         {"command": "uname -r", "sudo": False, "exit": 0, "stdout": "6.1\n", "stderr": ""}
     ]

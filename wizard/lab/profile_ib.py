@@ -91,7 +91,9 @@ def v100_profile(host_index: int, *, seed: str = "v100") -> HostProfile:
         serial=f"{CONNECTX5_VPI.part_prefix}{host_index % 10000:04d}",
         pcie_switch="plx1",
     )
-    buses = ("1a", "1c", "1d", "1e", "3d", "3f", "40", "41")
+    # Buses chosen so that each PCIe switch's bridges (three buses below its first) clash with no device: the
+    # card shares plx1 with GPU2 and GPU3 (wizard/lab/pcie.py builds the bridges from these labels).
+    buses = ("1b", "1c", "5f", "60", "86", "87", "ae", "af")
     return _profile(host_index, (card,), _gpus(host_index, seed, "Tesla V100-SXM2-32GB", V100_MIB, "7.0", 300, buses))
 
 
@@ -111,7 +113,7 @@ def a100_profile(host_index: int, *, seed: str = "a100") -> HostProfile:
                 pcie_switch=f"plx{ci * 2}",
             )
         )
-    buses = ("07", "0f", "47", "4e", "87", "90", "b7", "bd")
+    buses = ("4c", "4d", "0a", "0b", "b2", "b3", "d0", "d1")  # card A shares plx0 with GPU0-1, card B plx2 with GPU4-5
     gpus = _gpus(host_index, seed, "NVIDIA A100-SXM4-80GB", A100_MIB, "8.0", 400, buses)
     return replace(_profile(host_index, tuple(cards), gpus), nvlinks=12)
 
@@ -122,7 +124,7 @@ def _profile(host_index: int, cards: tuple[CardSpec, ...], gpus: tuple) -> HostP
         os_version="22.04.5 LTS (Jammy Jellyfish)",
         os_version_id="22.04",
         os_codename="jammy",
-        kernel="5.15.0-134-generic",  # the kernel the seed's mofed DaemonSet selector names
+        kernel="5.15.0-125-generic",
         arch="x86_64",
         sockets=2,
         cpu_model="Intel(R) Xeon(R) Gold 6248R CPU @ 3.00GHz",
