@@ -197,6 +197,8 @@ def _rdma_checks(e: Endpoint, net: NetworkFacts, mtu: int, has_address: bool) ->
         ]
     else:
         items = []
+    if e.port is not None and e.port.ib:
+        return items + [_ib_port_check(e, link.device, link.port, link.state)]
     want = expected_roce_mtu(mtu)
     if link.active_mtu is None:
         items.append(
@@ -234,6 +236,19 @@ def _rdma_checks(e: Endpoint, net: NetworkFacts, mtu: int, has_address: bool) ->
             )
         )
     return items
+
+
+def _ib_port_check(e: Endpoint, device: str, port: int, state: str | None) -> CheckItem:
+    """An IPoIB rail needs its IB port ACTIVE: IPoIB joins the partition's broadcast group through the SM, and
+    RDMA uses the port's LID, not a GID made from the address (no RoCE GID or RoCE MTU applies)."""
+    ok = state == "ACTIVE"
+    return CheckItem(
+        id=f"ib_port:{device}",
+        title=f"{e.label} InfiniBand port",
+        status="pass" if ok else "fail",
+        evidence=f"{device} port {port} {state or 'state unknown'}; IPoIB {e.netdev} carries {e.ip}",
+        fix=None if ok else "the port waits for a subnet manager (see discovery's subnet manager item)",
+    )
 
 
 def _policy_check(e: Endpoint, net: NetworkFacts) -> CheckItem:

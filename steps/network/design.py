@@ -26,6 +26,7 @@ class Port:
     rdma_device: str | None
     numa: int | None = None
     soft: bool = False  # Soft-RoCE (rxe) or another non-ConnectX RDMA device
+    ib: bool = False  # an IPoIB interface of an InfiniBand port
 
     @property
     def label(self) -> str:
@@ -82,29 +83,36 @@ def fabric_of(answers: Answers) -> str:
     return "back_to_back"
 
 
-def rdma_ports(disc: DiscoveryFacts, net: NetworkFacts, notes: list[str]) -> list[Port]:
-    """RDMA Ethernet ports in PCI order; InfiniBand ports and VFs are left out with the reason noted."""
+def rdma_ports(disc: DiscoveryFacts, net: NetworkFacts, notes: list[str], link_layer: str = "ethernet") -> list[Port]:
+    """The rail ports in PCI order: RDMA Ethernet ports on a RoCE fabric, IPoIB interfaces on an InfiniBand one
+    (fabric.link_layer; auto takes either). The other kind and VFs are left out with the reason noted."""
     ports: list[Port] = []
     for p in disc.ports:
         if not p.netdev:
             continue
         iface = net.interfaces.get(p.netdev)
         live = net.rdma_of(p.netdev)
-        if (iface and iface.link_type == "infiniband") or p.link_layer == "InfiniBand":
+        ib = (iface is not None and iface.link_type == "infiniband") or p.link_layer == "InfiniBand"
+        if ib and link_layer == "ethernet":
             notes.append(f"{p.netdev} ({p.rdma_device or p.pci}) is an InfiniBand port: skipped, rails are RoCE")
+            continue
+        if not ib and link_layer == "infiniband":
+            notes.append(f"{p.netdev} ({p.rdma_device or p.pci}) runs Ethernet: skipped, rails are InfiniBand (IPoIB)")
             continue
         if p.model.endswith("VF"):
             notes.append(f"{p.netdev} is a virtual function ({p.model}): skipped, rails use physical ports")
             continue
         device = live.device if live else p.rdma_device
-        ports.append(Port(p.netdev, p.pci, p.card, p.model, device, p.numa_node))
+        ports.append(Port(p.netdev, p.pci, p.card, p.model, device, p.numa_node, ib=ib))
     known = {p.netdev for p in disc.ports}
     for link in net.rdma:
         iface = net.interfaces.get(link.netdev or "")
         if iface is None or iface.name in known or iface.kind == "bond" or iface.master:
             continue
-        if iface.link_type == "infiniband":
+        if iface.link_type == "infiniband" and link_layer == "ethernet":
             notes.append(f"{iface.name} ({link.device}) is an InfiniBand port: skipped, rails are RoCE")
+            continue
+        if iface.link_type != "infiniband" and link_layer == "infiniband":
             continue
         model = "Soft-RoCE (rxe)" if link.device.startswith("rxe") else "RDMA device"
         ports.append(Port(iface.name, iface.parent_dev, None, model, link.device, soft=True))
@@ -115,7 +123,7 @@ def design(answers: Answers, host: str, disc: DiscoveryFacts, net: NetworkFacts)
     """Pure decision for one host from the answers and this host's facts."""
     result = Design(fabric=fabric_of(answers), ssh_interface=disc.ssh_interface)
     section = answers.network
-    ports = rdma_ports(disc, net, result.notes)
+    ports = rdma_ports(disc, net, result.notes, answers.fabric.link_layer_of(host))
     by_name = {p.netdev: p for p in ports}
     host_id = answers.host_id(host)
     used: set[str] = set()
@@ -131,9 +139,7 @@ def design(answers: Answers, host: str, disc: DiscoveryFacts, net: NetworkFacts)
             result.endpoints.append(endpoint)
     if section.topology == "rails" and not section.rails:
         listing = ", ".join(p.netdev for p in ports) or "none"
-        result.blockers.append(
-            f"{host}: network.rails is empty; give one subnet per rail (RDMA Ethernet ports here: {listing})"
-        )
+        result.blockers.append(f"{host}: network.rails is empty; give one subnet per rail (rail ports here: {listing})")
     explicit = {r.netdev for r in section.rails if r.netdev}
     auto = [p for p in ports if p.netdev not in used and p.netdev not in explicit]
     for index, rail in enumerate(section.rails):
@@ -172,7 +178,7 @@ def _rail_endpoint(
         if port is None:
             what = "exists but has no RDMA device" if rail.netdev in net.interfaces else "does not exist"
             result.blockers.append(
-                f"{host}: rails[{index}].netdev {rail.netdev} {what} on this host; RDMA Ethernet ports here: "
+                f"{host}: rails[{index}].netdev {rail.netdev} {what} on this host; rail ports here: "
                 f"{', '.join(by_name) or 'none'}"
             )
             return None
@@ -212,7 +218,7 @@ def _bond_endpoint(
     if missing:
         result.blockers.append(
             f"{host}: bond {bond.name} member(s) {', '.join(missing)} do not exist on this host "
-            f"(RDMA Ethernet ports: {', '.join(by_name) or 'none'})"
+            f"(rail ports: {', '.join(by_name) or 'none'})"
         )
         return None
     rdma_members = [by_name[m] for m in bond.members if m in by_name]

@@ -241,7 +241,7 @@ async def probe_network(ex: Executor) -> NetworkFacts:
         if path != NETPLAN_PATH and (content := await ex.read_file(path, sudo=True)) is not None:
             facts.netplan_others[path] = _text(content) or ""
     facts.sysctl_file = _text(await ex.read_file(SYSCTL_PATH, sudo=True))
-    names = [n for n, i in facts.interfaces.items() if i.link_type == "ether" or i.kind == "bond"]
+    names = [n for n, i in facts.interfaces.items() if i.link_type in ("ether", "infiniband") or i.kind == "bond"]
     facts.sysctl_live = parse_sysctl((await ex.run(sysctl_argv(names))).stdout)
     # Which daemon renders netplan here (steps/network/renderer.py): `systemctl is-active` prints one state per unit.
     states = (await ex.run(RENDERERS)).stdout

@@ -149,6 +149,8 @@ def _cabling_item(cluster: Cluster, host: str, e: Endpoint, rails: dict[Node, st
         for h in cluster.order
         if h != host and h in cluster.pings and any(x.key == e.key for x in cluster.designs[h].endpoints)
     ]
+    if e.port is not None and e.port.ib:
+        return _ib_reach_item(cluster, host, e, known, wanted), e.key
     title = f"{e.label} cabling"
     seen = ", ".join(cluster.name(k) for k in known) + (f"; unknown {', '.join(unknown)}" if unknown else "")
     if not known:
@@ -190,6 +192,30 @@ def _cabling_item(cluster: Cluster, host: str, e: Endpoint, rails: dict[Node, st
     return CheckItem(
         id=f"cabling:{e.netdev}", title=title, status="pass", evidence=f"{e.netdev} reaches {seen}"
     ), actual
+
+
+def _ib_reach_item(cluster: Cluster, host: str, e: Endpoint, known: list[Node], wanted: list[str]) -> CheckItem:
+    """An IPoIB rail is a subnet over one IB partition, not a cable: every port of the partition answers, whatever
+    rail it carries, so the check is that this rail's peers all do (a peer missing is out of the partition, or
+    its port waits for the SM)."""
+    reached = {k[0] for k in known if (x := cluster.endpoint(k)) is not None and x.key == e.key}
+    missing = [h for h in wanted if h not in reached]
+    title = f"{e.label} IPoIB reach"
+    if missing:
+        return CheckItem(
+            id=f"cabling:{e.netdev}",
+            title=title,
+            status="fail",
+            evidence=f"{e.netdev} reaches no {e.label} port of {', '.join(missing)} over IPoIB",
+            fix="those ports share no partition with this one or wait for the subnet manager: see discovery's "
+            "partition key and subnet manager items on both hosts",
+        )
+    return CheckItem(
+        id=f"cabling:{e.netdev}",
+        title=title,
+        status="pass",
+        evidence=f"{e.netdev} reaches {e.label} of {', '.join(sorted(reached)) or 'no other host'} in the partition",
+    )
 
 
 def _rail_name(key: str) -> str:

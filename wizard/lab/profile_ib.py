@@ -108,7 +108,7 @@ def a100_profile(host_index: int, *, seed: str = "a100") -> HostProfile:
                 model=CONNECTX6_VPI,
                 numa_node=numa,
                 ports=(port,),
-                firmware="20.39.1002",
+                firmware="20.43.2026",  # the firmware DOCA-Host 2.9.1 bundles for ConnectX-6
                 serial=f"{CONNECTX6_VPI.part_prefix}{(host_index * 2 + ci) % 10000:04d}",
                 pcie_switch=f"plx{ci * 2}",
             )
