@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-import ipaddress
 from dataclasses import dataclass, field
 
 from wizard.export.k8s_inputs import K8sInputs, Rail
+from wizard.export.k8s_pools import PoolPlan, pool_plan
+from wizard.export.k8s_pools import refusal as pool_refusal
+
+__all__ = ["NFD_LABEL", "Findings", "PoolPlan", "check", "host_driver", "pool_plan"]
 
 NFD_LABEL = "feature.node.kubernetes.io/pci-15b3.present"
 _HOST_DRIVER_MODULES = ("mlx5_core", "mlx5_ib")
+_NV_IPAM = "network-operator-v25.7.0"  # the nv-ipam image the policy pins (k8s_objects.RELEASE)
 
 
 @dataclass
@@ -124,52 +128,20 @@ def _same_netdev(rail: Rail, out: Findings) -> None:
         )
 
 
-@dataclass(frozen=True)
-class PoolPlan:
-    """An nv-ipam IPPool's numbers for one rail."""
-
-    block: int
-    exclusions: list[tuple[str, str]]
-    free_per_node: list[int]
-
-
-def pool_plan(rail: Rail, nodes: int) -> PoolPlan:
-    """Per-node blocks as nv-ipam (network-operator v25.7.0) carves them: consecutive blocks of perNodeBlockSize
-    from the first host address, none reaching the broadcast address. The hosts' own rail addresses and the gateway
-    are excluded, so a pod never takes an address a host or the switch already has."""
-    net = rail.subnet
-    usable = net.num_addresses - 2 if net.version == 4 else min(net.num_addresses - 1, 1 << 16)
-    block = max(1, usable // max(1, nodes))
-    taken = sorted({ipaddress.ip_interface(e.address).ip for e in rail.ends})
-    if rail.gateway:
-        taken = sorted({*taken, ipaddress.ip_address(rail.gateway)})
-    first = net.network_address + 1
-    free = []
-    for n in range(nodes):
-        start, end = first + n * block, first + (n + 1) * block - 1
-        free.append(block - sum(1 for ip in taken if start <= ip <= end))
-    return PoolPlan(block, _ranges(taken), free)
-
-
-def _ranges(addresses: list) -> list[tuple[str, str]]:  # type: ignore[type-arg]
-    """Consecutive addresses merged into (start, end) ranges."""
-    out: list[list] = []  # type: ignore[type-arg]
-    for ip in addresses:
-        if out and int(ip) == int(out[-1][1]) + 1:
-            out[-1][1] = ip
-        else:
-            out.append([ip, ip])
-    return [(str(a), str(b)) for a, b in out]
-
-
 def _pool_fits(rail: Rail, nodes: int, out: Findings) -> None:
+    """A node whose per-node block holds only host addresses gets no pod address on the rail: refused, since its
+    pods would fail to start (or start without the rail) long after the export looked fine."""
+    refusal = pool_refusal(rail, nodes)
+    if refusal:
+        out.refusals.append(refusal)
+        return
     plan = pool_plan(rail, nodes)
-    empty = [n for n, free in enumerate(plan.free_per_node) if free < 1]
-    if empty:
+    if plan.subnet is not None and plan.subnet != rail.subnet:
         out.warnings.append(
-            f"{rail.name}: subnet {rail.subnet} split into {nodes} per-node blocks of {plan.block} leaves "
-            f"{len(empty)} block(s) with no address outside the hosts' own and the gateway: pods on those nodes "
-            "get no address on this rail; give the rail a larger subnet"
+            f"{rail.name}: pods get addresses in {plan.subnet}, the part of {rail.subnet} where every node's block "
+            f"keeps addresses no host or gateway has, in per-node blocks of {plan.block}: nv-ipam {_NV_IPAM} carves "
+            f"blocks from the start of the pool subnet, and across all of {rail.subnet} it would hand a node a block "
+            "of host addresses only. Pods see the longer prefix; every pod address of the rail is inside it"
         )
 
 

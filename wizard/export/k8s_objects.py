@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from wizard.export.k8s_checks import NFD_LABEL, host_driver, pool_plan
+from wizard.export.k8s_checks import NFD_LABEL, host_driver
 from wizard.export.k8s_inputs import K8sInputs, Rail
+from wizard.export.k8s_pools import pool_plan
 
 RELEASE = "v25.7.0"
 NIC_CONFIG_VERSION = f"network-operator-{RELEASE}"  # how NVIDIA tags the NIC Configuration Operator's images
@@ -95,12 +96,12 @@ def macvlan_network(inputs: K8sInputs, rail: Rail) -> Obj:
 
 def ip_pool(inputs: K8sInputs, rail: Rail) -> Obj:
     plan = pool_plan(rail, len(inputs.hosts))
-    spec: Obj = {"subnet": str(rail.subnet), "perNodeBlockSize": plan.block}
+    spec: Obj = {"subnet": str(plan.subnet or rail.subnet), "perNodeBlockSize": plan.block}
     if plan.exclusions:
         spec["exclusions"] = [{"startIP": a, "endIP": b} for a, b in plan.exclusions]
-    if rail.gateway:
+    if plan.gateway:
         # A rail gateway routes only to the other rails' subnets (per-rail tables); never a pod's default route.
-        spec["gateway"] = rail.gateway
+        spec["gateway"] = plan.gateway
         spec["defaultGateway"] = False
     spec["nodeSelector"] = {
         "nodeSelectorTerms": _nfd_affinity()["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]

@@ -12,6 +12,7 @@ from wizard.export import k8s_objects as objects
 from wizard.export import k8s_pods as pods
 from wizard.export.k8s_checks import NFD_LABEL, Findings, host_driver
 from wizard.export.k8s_inputs import K8sInputs
+from wizard.export.k8s_pools import pool_plan
 
 Obj = dict[str, Any]
 
@@ -58,16 +59,17 @@ def build(inputs: K8sInputs, *, driver_container: bool = False) -> list[Manifest
             "would unload and replace it on every node it lands on (seed 003). The host driver stays in charge.\n"
             f"Host drivers: {found}"
         )
+    pools_header = (
+        "nv-ipam pools, one per rail: the rail subnet in per-node blocks; the hosts' own rail addresses and the\n"
+        "rail gateway are excluded."
+    )
+    if any(pool_plan(r, len(inputs.hosts)).subnet != r.subnet for r in inputs.rails):
+        pools_header += "\nWhere a pool's subnet is part of the rail subnet, see the README's warnings for why."
     out = [
         Manifest(
             "10-nic-cluster-policy.yaml", f"NicClusterPolicy (network-operator {objects.RELEASE}).", [policy], note
         ),
-        Manifest(
-            "20-ip-pools.yaml",
-            "nv-ipam pools, one per rail: the rail subnet in per-node blocks; the hosts' own rail addresses and the\n"
-            "rail gateway are excluded.",
-            [objects.ip_pool(inputs, r) for r in inputs.rails],
-        ),
+        Manifest("20-ip-pools.yaml", pools_header, [objects.ip_pool(inputs, r) for r in inputs.rails]),
         Manifest(
             "30-rail-networks.yaml",
             "One MacvlanNetwork per rail (a NetworkAttachmentDefinition of the same name in namespace "

@@ -79,3 +79,46 @@ def _demo_facts(answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> d
 def facts(_demo_facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The simulated hosts' discovery and network facts; a fresh copy each test may change."""
     return copy.deepcopy(_demo_facts)
+
+
+def host_like(template: dict[str, Any], name: str, ports: list[dict[str, Any]], gpu: str, gpus: int = 8) -> dict:
+    """Facts of another host made from a simulated host's discovery facts (driver stack, modules, packages kept):
+    these ports and GPUs instead of its own, and no network facts (the export reads none for InfiniBand)."""
+    disc = copy.deepcopy(template["discovery"])
+    base = {**disc["ports"][0], "gids": [], "mac": None, "ipv4": [], "master": None, "lldp": None}
+    disc["hostname"] = name
+    disc["ports"] = [{**copy.deepcopy(base), **port} for port in ports]
+    first = disc["gpus"][0]
+    disc["gpus"] = [{**first, "index": i, "name": gpu, "bus_id": None, "nearest_nics": []} for i in range(gpus)]
+    return {"discovery": disc}
+
+
+RAILS16_ANSWERS = Path(__file__).resolve().parents[3] / "assets" / "answers.rails-16.yaml"
+# The rails-16 demo hosts' eight single-port ConnectX-7 NICs, one per rail (the answers' comments name them).
+RAILS16_BUSES = (24, 64, 79, 94, 154, 192, 206, 220)
+
+
+@pytest.fixture
+def rails16_answers() -> Answers:
+    return load_answers(RAILS16_ANSWERS)
+
+
+@pytest.fixture
+def rails16_facts(_demo_facts: dict[str, dict[str, Any]], rails16_answers: Answers) -> dict[str, dict[str, Any]]:
+    """The 16 rails-16 hosts from the simulated server1's facts: eight 400GbE RoCE ports each (the full rails-16
+    lab takes most of a minute to boot; the pools depend only on the answers' rails and the hosts' rail ports)."""
+    ports = [
+        {
+            "pci": f"0000:{bus:02x}:00.0",
+            "device_id": "1021",
+            "model": "ConnectX-7",
+            "netdev": f"enp{bus}s0np0",
+            "rdma_device": f"mlx5_{n}",
+            "link_layer": "Ethernet",
+            "speed_mbps": 400000,
+        }
+        for n, bus in enumerate(RAILS16_BUSES)
+    ]
+    return {
+        h.name: host_like(_demo_facts["server1"], h.name, ports, "NVIDIA H100 80GB HBM3") for h in rails16_answers.hosts
+    }

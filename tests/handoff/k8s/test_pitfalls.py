@@ -119,12 +119,6 @@ def test_gateway_is_excluded_and_never_a_default_route():
     assert plan.block == 84 and plan.free_per_node == [81, 84, 84]  # blocks end at .252: the gateway lies beyond them
 
 
-def test_a_subnet_too_small_for_per_node_blocks_warns():
-    ends = [HostRail(f"h{i}", "eth0", f"10.10.0.{i}/24", "mlx5_0", "101d") for i in range(1, 17)]
-    rail = Rail(0, "rail0", ipaddress.ip_network("10.10.0.0/24"), None, ends)
-    assert pool_plan(rail, 16).free_per_node[0] == 0
-
-
 def test_rail_netdev_names_differing_across_hosts_warn(answers, facts):
     for port in facts["server2"]["discovery"]["ports"]:
         if port["netdev"] == "ens1f0np0":
