@@ -23,6 +23,12 @@ TOOLS: dict[str, str] = {
     "sysfs_gids": "wizard.parsers.rdma:parse_sysfs_gids",
     "rdma_link": "wizard.parsers.rdma:parse_rdma_link",
     "cma_roce_mode": "wizard.parsers.rdma:parse_cma_roce_mode",
+    # InfiniBand fabric: subnet manager, links to switch ports, topology, port state and P_Keys from sysfs
+    "sminfo": "wizard.parsers.infiniband:parse_sminfo",
+    "iblinkinfo": "wizard.parsers.infiniband:parse_iblinkinfo",
+    "ibnetdiscover": "wizard.parsers.infiniband:parse_ibnetdiscover",
+    "sysfs_ib_ports": "wizard.parsers.infiniband:parse_sysfs_ib_ports",
+    "sysfs_pkeys": "wizard.parsers.infiniband:parse_sysfs_pkeys",
     # Ethernet side
     "ethtool": "wizard.parsers.ethtool:parse_ethtool",
     "ethtool_i": "wizard.parsers.ethtool:parse_ethtool_i",
