@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from wizard.export.k8s_groups import ethernet_view, ib_groups
 from wizard.export.k8s_inputs import K8sInputs, Rail
 from wizard.export.k8s_pools import PoolPlan, pool_plan
 from wizard.export.k8s_pools import refusal as pool_refusal
@@ -45,14 +46,19 @@ def check(inputs: K8sInputs, *, driver_container: bool = False) -> Findings:
         )
         return out
     out.refusals.extend(inputs.blockers)
-    _bonds(inputs, out)
+    roce = ethernet_view(inputs)  # the whole cluster unless some hosts run InfiniBand (_ib_checks below)
+    _bonds(roce, out)
     if not inputs.rails and not out.refusals:
         out.refusals.append("the design has no RDMA rail on any host: nothing for the RDMA device plugin to select")
     _driver(inputs, out, driver_container)
+    roce_rails = {r.key: r for r in roce.rails}
     for rail in inputs.rails:
-        _same_netdev(rail, out)
+        if rail.key in roce_rails:
+            _same_netdev(roce_rails[rail.key], out)
         _pool_fits(rail, len(inputs.hosts), out)
-    _qos_limits(inputs, out)
+    if roce.hosts:
+        _qos_limits(roce, out)
+    _ib_checks(inputs, out)
     out.warnings.append(
         f"every DaemonSet, pool and test pod selects nodes labelled {NFD_LABEL}=true: Node Feature Discovery must "
         "run; helm-values.yaml leaves it to the GPU Operator (install that first), so set nfd.enabled: true there"
@@ -68,11 +74,17 @@ def _device_names(inputs: K8sInputs, out: Findings) -> None:
     stack = inputs.answers.ofed.stack
     if stack == "inbox":
         return
+    # rdma-core names inbox devices by link layer: rocep<bus>s<slot>f<fn> on Ethernet, ibp<bus>s<slot>f<fn> on IB.
     early = [h.name for h in inputs.hosts if not h.disc.ofed_stack and any(
-        (p.rdma_device or "").startswith("rocep") for p in h.disc.rdma_ports())]  # fmt: skip
+        (p.rdma_device or "").startswith(("rocep", "ibp")) for p in h.disc.rdma_ports())]  # fmt: skip
     if early:
+        names = "/".join(
+            f"{prefix}*"
+            for prefix in ("rocep", "ibp")
+            if any((p.rdma_device or "").startswith(prefix) for h in inputs.hosts for p in h.disc.rdma_ports())
+        )
         out.refusals.append(
-            f"{', '.join(early)} still run the inbox driver (RDMA devices rocep*), but the answers install {stack},"
+            f"{', '.join(early)} still run the inbox driver (RDMA devices {names}), but the answers install {stack},"
             " which renames them mlx5_N: the exported NCCL_IB_HCA and test pods would name devices that will not exist."
             " Run the ofed stage first (roce-wizard --answers FILE --to ofed), then export again"
         )
@@ -110,7 +122,7 @@ def _driver(inputs: K8sInputs, out: Findings, wanted: bool) -> None:
             f"--driver-container ignored: {listing} already run an RDMA driver; the DOCA driver container would "
             "unload it and build its own over it (seed 003: an A100 node's NIC then flooded its logs for hours)"
         )
-    missing = [h.name for h in inputs.hosts if h.name not in drivers]
+    missing = [h.name for h in inputs.hosts if h.name not in drivers and h.has_facts]
     if missing and not wanted:
         out.warnings.append(
             f"{', '.join(missing)} show no RDMA driver: run the wizard's ofed stage, or pass --driver-container to "
@@ -152,4 +164,42 @@ def _qos_limits(inputs: K8sInputs, out: Findings) -> None:
             f"NicConfigurationTemplate roceOptimized writes the firmware defaults CNP_DSCP=4/CNP_802P_PRIO=6 and has "
             f"no field for the answers' cnp_dscp {roce.cnp_dscp}/cnp_priority {roce.cnp_priority}: keep the "
             "wizard's roce stage, whose runtime ecn/roce_np settings override them after every boot"
+        )
+
+
+def _ib_checks(inputs: K8sInputs, out: Findings) -> None:
+    """Refuse rail ports held by an IPoIB bond; warn where one IPoIBNetwork cannot name every host's port, and where
+    the export runs from the answers alone."""
+    groups = ib_groups(inputs)
+    if not groups:
+        return
+    for group in groups:
+        for host in group.hosts:
+            for rail in group.rails:
+                end = group.end(rail, host.name)
+                port = host.disc.port_by_netdev(end.netdev) if end else None
+                if port is not None and port.master:
+                    out.refusals.append(
+                        f"{host.name}: {port.netdev} ({port.rdma_device}) is enslaved to {port.master}: an IPoIB "
+                        "bond (seed 003's A100 nodes: mlx5_bond_0 over bond0, where vLLM then failed) is no port the "
+                        "RDMA shared device plugin or an IPoIBNetwork can hand to pods. Remove the bond, or keep "
+                        "the port out of the rails (rails[i].netdev)"
+                    )
+        for rail in group.rails:
+            names = sorted({e.netdev for e in rail.ends})
+            if len(names) > 1:
+                listing = ", ".join(f"{e.host}: {e.netdev}" for e in rail.ends)
+                out.warnings.append(
+                    f"{rail.name}, group {group.name}: the IPoIB port has different names across hosts ({listing}); "
+                    f"an IPoIBNetwork names one parent netdev, so {group.network(rail)} uses {rail.ends[0].netdev}. "
+                    "Give the ports one name on every host of the group, or split the group"
+                )
+    blind = [h.name for g in groups for h in g.hosts if not h.has_facts]
+    if blind:
+        netdevs = ", ".join(r.netdev or "" for r in inputs.answers.network.rails)
+        out.warnings.append(
+            f"{', '.join(blind)}: no discovery facts, so the RDMA device plugin selects the answers' rails netdevs "
+            f"({netdevs}), the NCCL pods leave NCCL_IB_HCA out (the RDMA device names are unknown), no ib_write_bw "
+            "pods are written for their group, and no host driver could be seen (the DOCA driver container stays "
+            "out). Run `roce-wizard --answers FILE --only discovery` and export again for exact device names"
         )

@@ -58,7 +58,11 @@ def _annotation(inputs: K8sInputs) -> str:
 def _pod(
     name: str, host: str, container: Obj, inputs: K8sInputs, extra: dict[str, int] | None = None, shm: bool = False
 ) -> Obj:
-    wanted = {**_rail_resources(inputs), **(extra or {})}
+    return pod(name, host, container, {**_rail_resources(inputs), **(extra or {})}, _annotation(inputs), shm=shm)
+
+
+def pod(name: str, host: str, container: Obj, wanted: dict[str, int], networks: str, *, shm: bool = False) -> Obj:
+    """A test pod on ``host`` asking for the RDMA (and GPU) resources ``wanted`` and attached to ``networks``."""
     mounts = [{"name": "scripts", "mountPath": "/scripts"}]
     volumes: list[Obj] = [{"name": "scripts", "configMap": {"name": SCRIPTS, "defaultMode": 0o755}}]
     if shm:
@@ -80,7 +84,7 @@ def _pod(
             "name": name,
             "namespace": NETWORK_NAMESPACE,
             "labels": {"app": SUBDOMAIN},
-            "annotations": {"k8s.v1.cni.cncf.io/networks": _annotation(inputs)},
+            "annotations": {"k8s.v1.cni.cncf.io/networks": networks},
         },
         "spec": {
             "hostname": name,

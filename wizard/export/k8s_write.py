@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from wizard.export import k8s_ib_pods as ib_pods
+from wizard.export import k8s_ib_write as ib_write
 from wizard.export import k8s_objects as objects
 from wizard.export import k8s_pods as pods
 from wizard.export.k8s_checks import NFD_LABEL, Findings, host_driver
+from wizard.export.k8s_groups import IbGroup, ethernet_view, ib_groups
 from wizard.export.k8s_inputs import K8sInputs
 from wizard.export.k8s_pools import pool_plan
 
@@ -49,6 +53,7 @@ class Manifest:
 
 def build(inputs: K8sInputs, *, driver_container: bool = False) -> list[Manifest]:
     """Every manifest, in the order they are applied."""
+    roce, groups = ethernet_view(inputs), ib_groups(inputs)
     policy = objects.nic_cluster_policy(inputs, driver_container=driver_container)
     drivers = host_driver(inputs)
     note = None
@@ -65,47 +70,84 @@ def build(inputs: K8sInputs, *, driver_container: bool = False) -> list[Manifest
     )
     if any(pool_plan(r, len(inputs.hosts)).subnet != r.subnet for r in inputs.rails):
         pools_header += "\nWhere a pool's subnet is part of the rail subnet, see the README's warnings for why."
+    networks_header = (
+        "One MacvlanNetwork per rail (a NetworkAttachmentDefinition of the same name in namespace "
+        f"{objects.NETWORK_NAMESPACE})."
+    )
+    if groups:
+        networks_header = (
+            ("One MacvlanNetwork per RoCE rail and one" if roce.rails else "One")
+            + " IPoIBNetwork per rail and InfiniBand node group (each a NetworkAttachmentDefinition of the same\n"
+            f"name in namespace {objects.NETWORK_NAMESPACE})."
+        )
+    networks = [objects.macvlan_network(roce, r) for r in roce.rails]
+    networks += [objects.ipoib_network(g, r) for g in groups for r in g.rails]
     out = [
         Manifest(
             "10-nic-cluster-policy.yaml", f"NicClusterPolicy (network-operator {objects.RELEASE}).", [policy], note
         ),
         Manifest("20-ip-pools.yaml", pools_header, [objects.ip_pool(inputs, r) for r in inputs.rails]),
-        Manifest(
-            "30-rail-networks.yaml",
-            "One MacvlanNetwork per rail (a NetworkAttachmentDefinition of the same name in namespace "
-            f"{objects.NETWORK_NAMESPACE}).",
-            [objects.macvlan_network(inputs, r) for r in inputs.rails],
-        ),
-        Manifest(
-            "40-nic-configuration.yaml",
-            "NIC Configuration Operator templates: trust dscp and PFC on the lossless priority (see README for what\n"
-            "they cannot express). The operator runs from 10-nic-cluster-policy.yaml and drains nodes through the\n"
-            "Maintenance Operator (maintenanceOperator.enabled in helm-values.yaml).",
-            objects.nic_configuration_templates(inputs),
-        ),
+        Manifest("30-rail-networks.yaml", networks_header, networks),
     ]
-    pair = pods.pair_hosts(inputs)
+    if roce.rails:
+        out.append(
+            Manifest(
+                "40-nic-configuration.yaml",
+                "NIC Configuration Operator templates: trust dscp and PFC on the lossless priority (see README for "
+                "what\nthey cannot express). The operator runs from 10-nic-cluster-policy.yaml and drains nodes "
+                "through the\nMaintenance Operator (maintenanceOperator.enabled in helm-values.yaml).",
+                objects.nic_configuration_templates(roce),
+            )
+        )
+    return out + _test_manifests(inputs, roce, groups)
+
+
+def _test_manifests(inputs: K8sInputs, roce: K8sInputs, groups: list[IbGroup]) -> list[Manifest]:
+    """The ib_write_bw and NCCL pods: the RoCE pair as always, then one pair per InfiniBand group."""
+    pair = pods.pair_hosts(roce) if roce.rails else None
+    ib_perftest, ib_nccl, perf_lines, nccl_lines = ib_write.group_test_pods(inputs, groups)
+    perftest, nccl = list(ib_perftest), list(ib_nccl)
     if pair:
-        common = [pods.scripts_config_map(), pods.headless_service()]
-        out.append(
-            Manifest(
-                "50-rdma-test.yaml",
-                f"ib_write_bw on every rail: server on {pair[0]}, client on {pair[1]} (kubectl logs client).",
-                [*common, *pods.perftest_pods(inputs, pair)],
-            )
+        perftest = pods.perftest_pods(roce, pair) + perftest
+        nccl = pods.nccl_pods(roce, pair) + nccl
+        perf_lines.insert(
+            0, f"ib_write_bw on every rail: server on {pair[0]}, client on {pair[1]} (kubectl logs client)."
         )
-        out.append(
-            Manifest(
-                "60-nccl-test.yaml",
-                f"NCCL all_reduce across {pair[0]} and {pair[1]} (kubectl logs nccl-0); apply 50-rdma-test.yaml\n"
-                "first for its ConfigMap and Service.",
-                pods.nccl_pods(inputs, pair),
-            )
+        nccl_lines.insert(
+            0,
+            f"NCCL all_reduce across {pair[0]} and {pair[1]} (kubectl logs nccl-0); apply 50-rdma-test.yaml\n"
+            "first for its ConfigMap and Service.",
         )
-    return out
+    elif nccl_lines:
+        nccl_lines.append("Apply 50-rdma-test.yaml first for its ConfigMap and Service.")
+    if not nccl:
+        return []
+    scripts = pods.scripts_config_map()
+    if ib_perftest:
+        scripts["data"][ib_pods.SCRIPT_NAME] = ib_pods.SCRIPT
+    common = [scripts, pods.headless_service()]
+    return [
+        Manifest(
+            "50-rdma-test.yaml", "\n".join(perf_lines) or "The test pods' ConfigMap and Service.", [*common, *perftest]
+        ),
+        Manifest("60-nccl-test.yaml", "\n".join(nccl_lines), nccl),
+    ]
 
 
-def helm_values() -> str:
+def helm_values(inputs: K8sInputs | None = None) -> str:
+    groups = ib_groups(inputs) if inputs is not None else []
+    maintenance = (
+        "# The NIC Configuration Operator (enabled in 10-nic-cluster-policy.yaml, applies 40-nic-configuration.yaml)\n"
+        "# drains a node through the Maintenance Operator before it changes the NIC.\n"
+        "maintenanceOperator:\n  enabled: true\n"
+        "maintenance-operator-chart:\n  operatorConfig:\n    deploy: true\n"
+    )
+    if inputs is not None and not ethernet_view(inputs).rails:
+        # InfiniBand only: no NicConfigurationTemplate, so no NIC Configuration Operator and nothing to drain for.
+        maintenance = (
+            "# No NIC Configuration Operator (InfiniBand needs no NIC QoS templates), so no Maintenance Operator.\n"
+            "maintenanceOperator:\n  enabled: false\n"
+        )
     return (
         f"# Helm values for nvidia/network-operator {objects.RELEASE}:\n"
         f"#   helm install network-operator nvidia/network-operator -n {objects.OPERATOR_NAMESPACE} "
@@ -115,21 +157,56 @@ def helm_values() -> str:
         "#   and the GPU Operator deploys Node Feature Discovery. NVIDIA: one NFD per cluster, the GPU Operator's.\n"
         "nfd:\n  enabled: false  # the GPU Operator's NFD labels the nodes\n"
         f"  deployNodeFeatureRules: true  # the rule that sets {NFD_LABEL}, which every manifest here selects\n"
-        "# The NIC Configuration Operator (enabled in 10-nic-cluster-policy.yaml, applies 40-nic-configuration.yaml)\n"
-        "# drains a node through the Maintenance Operator before it changes the NIC.\n"
-        "maintenanceOperator:\n  enabled: true\n"
-        "maintenance-operator-chart:\n  operatorConfig:\n    deploy: true\n"
-        "sriovNetworkOperator:\n  enabled: false\n"
+        + maintenance
+        + "sriovNetworkOperator:\n  enabled: false\n"
+        + ib_write.helm_comments(groups)
     )
 
 
-def readme(inputs: K8sInputs, findings: Findings, manifests: list[Manifest]) -> str:
-    roce = inputs.answers.roce
+def _driver_section(inputs: K8sInputs, manifests: list[Manifest]) -> str:
+    """Why the policy has no ofedDriver, where hosts run their own driver stack."""
+    drivers = host_driver(inputs)
+    if not drivers or "ofedDriver" in manifests[0].objects[0]["spec"]:
+        return ""
+    by_driver: dict[str, list[str]] = {}
+    for host, driver in drivers.items():
+        by_driver.setdefault(driver, []).append(host)
+    listing = "; ".join(
+        f"{d} on {', '.join(h) if len(h) <= 4 else f'{len(h)} hosts ({h[0]} ... {h[-1]})'}"
+        for d, h in by_driver.items()
+    )
+    text = (
+        f"10-nic-cluster-policy.yaml has no ofedDriver: the hosts run their own RDMA driver stack ({listing}), "
+        f"and {ib_write.DRIVER_WHY}. The host stack stays in charge (the wizard's ofed "
+        "stage updates it); `--driver-container` adds the DOCA driver container only where no host runs a driver."
+    )
+    return "\n## Host driver\n" + textwrap.fill(text, width=115, break_on_hyphens=False) + "\n"
+
+
+def _roce_sections(inputs: K8sInputs, roce: K8sInputs) -> tuple[str, str]:
+    """The README's rail list and the NicConfigurationTemplate limits, for the RoCE rails."""
+    if not roce.rails:
+        return "", ""
     rails = "\n".join(
         f"- `{r.name}`: {r.subnet}, resource `{objects.RESOURCE_PREFIX}/{r.resource}`, "
         + ", ".join(f"{e.host} {e.netdev} ({e.rdma_device})" for e in r.ends)
-        for r in inputs.rails
+        for r in roce.rails
     )
+    qos = inputs.answers.roce
+    limits = f"""
+## What the NicConfigurationTemplate cannot express
+It sets trust `dscp` and PFC on priority {qos.priority} only. These stay with the wizard's roce stage (runtime
+settings re-applied after every boot): the RDMA ToS {qos.tos} (DSCP {qos.dscp}) for RDMA-CM and perftest, ECN/DCQCN
+enable per priority, the CNP DSCP {qos.cnp_dscp} and priority {qos.cnp_priority} (the template writes the firmware
+defaults CNP_DSCP=4/CNP_802P_PRIO=6), a non-default dscp2prio map, the MTU {inputs.answers.network.mtu} (netplan),
+and lldpad (which rewrites PFC; keep it stopped). Test pods set NCCL_IB_TC={qos.tos} themselves.
+"""
+    return f"\n## Rails\n{rails}\n", limits
+
+
+def readme(inputs: K8sInputs, findings: Findings, manifests: list[Manifest]) -> str:
+    groups = ib_groups(inputs)
+    rails, limits = _roce_sections(inputs, ethernet_view(inputs))
     warnings = "\n".join(f"- {w}" for w in findings.warnings) or "- none"
     files = "\n".join(f"kubectl apply -f {m.name}" for m in manifests)
     cluster = inputs.answers.cluster.name
@@ -137,10 +214,7 @@ def readme(inputs: K8sInputs, findings: Findings, manifests: list[Manifest]) -> 
 
 Generated by `roce-wizard export k8s` from the answers and the hosts' discovery facts. Node names must be the
 host names of the answers (the test pods select `kubernetes.io/hostname`).
-
-## Rails
-{rails}
-
+{rails}{ib_write.readme_sections(inputs, groups)}
 ## Apply
 The NVIDIA GPU Operator comes first: it exposes the GPUs (`nvidia.com/gpu`) and deploys the one Node Feature
 Discovery the cluster should run (`helm-values.yaml` keeps the Network Operator's own NFD off). The wizard already
@@ -154,14 +228,7 @@ helm install network-operator nvidia/network-operator -n {objects.OPERATOR_NAMES
 
 ## Warnings
 {warnings}
-
-## What the NicConfigurationTemplate cannot express
-It sets trust `dscp` and PFC on priority {roce.priority} only. These stay with the wizard's roce stage (runtime
-settings re-applied after every boot): the RDMA ToS {roce.tos} (DSCP {roce.dscp}) for RDMA-CM and perftest, ECN/DCQCN
-enable per priority, the CNP DSCP {roce.cnp_dscp} and priority {roce.cnp_priority} (the template writes the firmware
-defaults CNP_DSCP=4/CNP_802P_PRIO=6), a non-default dscp2prio map, the MTU {inputs.answers.network.mtu} (netplan),
-and lldpad (which rewrites PFC; keep it stopped). Test pods set NCCL_IB_TC={roce.tos} themselves.
-"""
+{_driver_section(inputs, manifests)}{limits}"""
 
 
 def write(out: Path, inputs: K8sInputs, findings: Findings, manifests: list[Manifest]) -> list[Path]:
@@ -171,7 +238,7 @@ def write(out: Path, inputs: K8sInputs, findings: Findings, manifests: list[Mani
         path = out / manifest.name
         path.write_text(manifest.text())
         written.append(path)
-    for name, text in (("helm-values.yaml", helm_values()), ("README.md", readme(inputs, findings, manifests))):
+    for name, text in (("helm-values.yaml", helm_values(inputs)), ("README.md", readme(inputs, findings, manifests))):
         (out / name).write_text(text)
         written.append(out / name)
     return written

@@ -59,14 +59,14 @@ def answers() -> Answers:
     return load_answers(example_answers())
 
 
-@pytest.fixture(scope="session")
-def _demo_facts(answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def _lab_facts(answers: Answers, profile: str, state_dir: Path) -> dict[str, dict[str, Any]]:
+    """Discovery and network facts of a simulated lab, read as `export k8s --demo` reads them."""
     from wizard.cli.export_k8s import _probe
 
     old = os.environ.get("ROCE_WIZARD_LAB_TIME_SCALE")
     os.environ["ROCE_WIZARD_LAB_TIME_SCALE"] = "0.001"
     try:
-        args = argparse.Namespace(demo=True, fault=[], state_dir=tmp_path_factory.mktemp("state"), profile="reference")
+        args = argparse.Namespace(demo=True, fault=[], state_dir=state_dir, profile=profile)
         return asyncio.run(_probe(args, answers))
     finally:
         if old is None:
@@ -75,15 +75,41 @@ def _demo_facts(answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> d
             os.environ["ROCE_WIZARD_LAB_TIME_SCALE"] = old
 
 
+@pytest.fixture(scope="session")
+def _demo_facts(answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return _lab_facts(answers, "reference", tmp_path_factory.mktemp("state"))
+
+
 @pytest.fixture
 def facts(_demo_facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """The simulated hosts' discovery and network facts; a fresh copy each test may change."""
     return copy.deepcopy(_demo_facts)
 
 
+IB_ANSWERS = Path(__file__).resolve().parents[3] / "assets" / "answers.ib-seed003.yaml"
+
+
+@pytest.fixture(scope="session")
+def ib_answers() -> Answers:
+    """Seed 003's cluster: V100 nodes on 100G and A100 nodes on 200G InfiniBand, groups v100 and a100."""
+    return load_answers(IB_ANSWERS)
+
+
+@pytest.fixture(scope="session")
+def _ib_demo_facts(ib_answers: Answers, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return _lab_facts(ib_answers, "ib-seed003", tmp_path_factory.mktemp("ib-state"))
+
+
+@pytest.fixture
+def ib_facts(_ib_demo_facts: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The simulated seed 003 hosts' facts (wizard/lab/profile_ib.py: IPoIB netdevs ibp94s0f0/ibp94s0f1 on the V100
+    nodes, ibp75s0/ibp177s0 on the A100 nodes, DOCA host driver); a fresh copy each test may change."""
+    return copy.deepcopy(_ib_demo_facts)
+
+
 def host_like(template: dict[str, Any], name: str, ports: list[dict[str, Any]], gpu: str, gpus: int = 8) -> dict:
     """Facts of another host made from a simulated host's discovery facts (driver stack, modules, packages kept):
-    these ports and GPUs instead of its own, and no network facts (the export reads none for InfiniBand)."""
+    these ports and GPUs instead of its own, and no network facts (the design needs only the ports)."""
     disc = copy.deepcopy(template["discovery"])
     base = {**disc["ports"][0], "gids": [], "mac": None, "ipv4": [], "master": None, "lldp": None}
     disc["hostname"] = name
