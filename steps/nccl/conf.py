@@ -11,7 +11,8 @@ from steps.nccl.facts import NcclFacts, RdmaPortState, version_tuple
 # NCCL 2.21 picks the RoCE v2 IPv4 GID itself; NVIDIA: NCCL_IB_GID_INDEX "should not be set" from then on.
 GID_AUTO_SINCE = (2, 21, 0)
 # Keys this stage owns: their old values are replaced, never kept.
-MANAGED = ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_CROSS_NIC", "NCCL_IB_TC", "NCCL_IB_GID_INDEX", "NCCL_DEBUG")
+MANAGED = ("NCCL_IB_HCA", "NCCL_SOCKET_IFNAME", "NCCL_CROSS_NIC", "NCCL_IB_TC", "NCCL_IB_GID_INDEX", "NCCL_DEBUG",
+           "NCCL_IB_SL")  # fmt: skip
 _KEY = re.compile(r"^[A-Z][A-Z0-9_]*$")
 
 
@@ -52,9 +53,14 @@ def _is_int(value: str) -> bool:
     return re.fullmatch(r"-?\d+", value.strip()) is not None
 
 
-def rejection(key: str, value: str, nccl_version: str | None) -> str | None:
-    """Why a setting must not stay in nccl.conf (roce-correctness.md items 27-40), or None to keep it."""
+def rejection(key: str, value: str, nccl_version: str | None, ib: bool = False) -> str | None:
+    """Why a setting must not stay in nccl.conf (roce-correctness.md items 27-40), or None to keep it. On an
+    InfiniBand fabric the RoCE-only objections (GID index, SL, CollNet) do not apply."""
     v = value.strip()
+    if ib and key in ("NCCL_IB_SL", "NCCL_ALGO", "NCCL_COLLNET_ENABLE"):
+        return None
+    if ib and key == "NCCL_IB_GID_INDEX":
+        return f"{key}={v}: InfiniBand addresses by LID; a GID index only matters on RoCE (or routed IB)"
     if key == "NCCL_IB_RETRY_CNT" and (not _is_int(v) or not 0 <= int(v) <= 7):
         return f"{key}={v}: valid values are 0-7 (a 3-bit IB field); the default 7 is already the maximum"
     if key == "NCCL_IB_CUDA_SUPPORT":
@@ -107,19 +113,25 @@ class HcaChoice:
     soft_roce: bool = False  # chosen devices are rxe (no GPUDirect RDMA possible)
 
 
-def choose_hcas(nccl: NcclFacts, disc: DiscoveryFacts) -> HcaChoice:
-    """ACTIVE RoCE ports with a RoCE v2 IPv4 GID; InfiniBand, down, address-less and management ports skipped."""
+def choose_hcas(nccl: NcclFacts, disc: DiscoveryFacts, link_layer: str = "ethernet") -> HcaChoice:
+    """ACTIVE ports of the fabric's link layer: RoCE ports with a RoCE v2 IPv4 GID, or InfiniBand ports (addressed
+    by LID: no GID needed); the other link layer, down, address-less and management ports skipped."""
     choice = HcaChoice()
     connectx = {p.netdev for p in disc.ports if p.netdev}
     bond_masters = set(nccl.bonds)  # now, not at discovery time: the network stage may have built them since
     hardware, soft = [], []
     for port in _rail_order(nccl.rdma, disc):
         why = None
-        if (port.link_layer or "Ethernet") != "Ethernet":
-            why = f"{port.link_layer} port: this wizard configures RoCE only"
+        layer = port.link_layer or "Ethernet"
+        if layer == "InfiniBand" and link_layer == "ethernet":
+            why = "InfiniBand port: fabric.link_layer is ethernet (RoCE)"
+        elif layer != "InfiniBand" and link_layer == "infiniband":
+            why = f"{layer} port: fabric.link_layer is infiniband"
         elif port.state != "ACTIVE":
             why = f"state {port.state} ({port.physical_state or '?'}): no link; check the cable and the peer port"
-        elif not port.roce_v2_ipv4_gids:
+            if port.state == "INIT":
+                why = "state INIT: no subnet manager has swept the port (see discovery's subnet manager item)"
+        elif layer == "Ethernet" and not port.roce_v2_ipv4_gids:
             why = f"{port.netdev or 'its netdev'} has no IPv4 address, hence no RoCE v2 IPv4 GID (stage network)"
         if why:
             choice.skipped.append(f"{port.name} ({why})")
@@ -167,21 +179,39 @@ def render_conf(
     gid: int | None,
     nccl_version: str | None,
     kept: list[ConfEntry],
+    ib: bool = False,
+    ib_sl: int | None = None,
 ) -> str:
     """The file content: NCCL's own format, ``#`` comments in column 0, no export, no quotes, no inline comments."""
     dscp, prio = tos >> 2, tos >> 5  # the default dscp2prio map puts DSCP d on priority d >> 3 (roce.priority)
+    which = (
+        "InfiniBand ports that are ACTIVE (addressed by LID: no GID index)"
+        if ib
+        else "RoCE ports that are ACTIVE with a RoCE v2 IPv4 GID"
+    )
     lines = [
         f"# {conf_path} for {host}, written by roce-wizard from this host's discovered RDMA ports.",
         "# NCCL reads these KEY=VALUE lines itself (shell syntax does not apply); a job's environment variables win.",
-        "# RoCE ports that are ACTIVE with a RoCE v2 IPv4 GID, exact names ('=' prefix), one rail each.",
+        f"# {which}, exact names ('=' prefix), one rail each.",
         f"NCCL_IB_HCA=={','.join(hcas)}",
         "# Bootstrap and out-of-band TCP traffic: the management interface (exact name).",
         f"NCCL_SOCKET_IFNAME=={socket_ifname}",
         "# Rails are cabled port to port: a ring must use the same rail on every host.",
         "NCCL_CROSS_NIC=0",
-        f"# Traffic class = roce.tos {tos}: DSCP {dscp}, lossless priority {prio} (PFC) with the default DSCP map.",
-        f"NCCL_IB_TC={tos}",
     ]
+    if ib:
+        # IB is lossless by credit flow control: no traffic class to pick; the SL selects a virtual lane through
+        # the subnet manager's SL2VL table.
+        if ib_sl is not None:
+            lines += [
+                "# Service level = fabric.ib_sl: the SM's SL-to-VL table maps it to a lane.",
+                f"NCCL_IB_SL={ib_sl}",
+            ]
+    else:
+        lines += [
+            f"# Traffic class = roce.tos {tos}: DSCP {dscp}, lossless priority {prio} (PFC) with the default DSCP map.",
+            f"NCCL_IB_TC={tos}",
+        ]
     if gid is not None:
         lines += [
             f"# NCCL {nccl_version} predates 2.21 and cannot pick the GID: RoCE v2 IPv4 entry, same on every HCA.",
@@ -197,13 +227,13 @@ def render_conf(
     return "\n".join(lines) + "\n"
 
 
-def split_existing(text: str | None, nccl_version: str | None) -> tuple[list[ConfEntry], list[str]]:
+def split_existing(text: str | None, nccl_version: str | None, ib: bool = False) -> tuple[list[ConfEntry], list[str]]:
     """Entries of the old file to keep (unmanaged, acceptable) and why the others go."""
     kept: list[ConfEntry] = []
     dropped: list[str] = []
     seen: set[str] = set()
     for entry in parse_conf(text):
-        reason = rejection(entry.key, entry.value, nccl_version)
+        reason = rejection(entry.key, entry.value, nccl_version, ib)
         if reason:
             dropped.append(reason)
         elif entry.key not in MANAGED and entry.key not in seen:

@@ -140,18 +140,24 @@ class Nccl(Step):
         return await run_cluster_test(view, executors)
 
 
+def ib_kind(layer: str) -> str:
+    return {"ethernet": "RoCE", "infiniband": "InfiniBand"}.get(layer, "RDMA")
+
+
 def desired(view: ClusterView, host: str, disc: DiscoveryFacts, facts: NcclFacts, version: str | None) -> Desired:
     """The nccl.conf content for ``host`` (pure): HCAs, bootstrap interface, traffic class, GID index if needed."""
     cfg, want = view.answers.nccl, Desired()
     version = version or facts.nccl_version or disc.nccl_version
-    want.choice = choose_hcas(facts, disc)
+    layer = view.answers.fabric.link_layer_of(host)
+    want.choice = choose_hcas(facts, disc, layer)
+    ib = any(p.link_layer == "InfiniBand" for p in want.choice.chosen)
     want.hcas = [p.name for p in want.choice.chosen]
     want.notes += [f"not in NCCL_IB_HCA: {why}" for why in want.choice.skipped]
     if want.choice.soft_roce:
         want.notes.append("only Soft-RoCE devices: NCCL works over them but GPUDirect RDMA is impossible")
     if not want.hcas:
         want.blockers.append(
-            f"{host}: no RoCE port NCCL can use ({'; '.join(want.choice.skipped) or 'no RDMA device found'}); "
+            f"{host}: no {ib_kind(layer)} port NCCL can use ({'; '.join(want.choice.skipped) or 'no RDMA device found'}); "
             "run the ofed and network stages first"
         )
     want.socket_ifname = cfg.socket_ifname or disc.ssh_interface
@@ -160,7 +166,7 @@ def desired(view: ClusterView, host: str, disc: DiscoveryFacts, facts: NcclFacts
         want.blockers.append(f"{host}: the interface carrying SSH is unknown; set nccl.socket_ifname")
     elif want.socket_ifname not in known:
         want.blockers.append(f"{host}: nccl.socket_ifname {want.socket_ifname} does not exist on this host")
-    if needs_gid_index(version) and want.hcas:
+    if needs_gid_index(version) and want.hcas and not ib:
         want.gid, problem = gid_index(want.choice.chosen)
         if problem:
             want.blockers.append(
@@ -169,7 +175,7 @@ def desired(view: ClusterView, host: str, disc: DiscoveryFacts, facts: NcclFacts
             )
         else:
             want.notes.append(f"NCCL {version} < 2.21: NCCL_IB_GID_INDEX={want.gid} (RoCE v2 IPv4 on every HCA)")
-    kept, dropped = split_existing(facts.conf, version)
+    kept, dropped = split_existing(facts.conf, version, ib)
     want.notes += [f"removed from {facts.conf_path}: {why}" for why in dropped]
     if cfg.conf_path != "/etc/nccl.conf":
         want.notes.append(f"NCCL reads {cfg.conf_path} only through NCCL_CONF_FILE (NCCL >= 2.23); jobs must set it")
@@ -184,6 +190,8 @@ def desired(view: ClusterView, host: str, disc: DiscoveryFacts, facts: NcclFacts
         gid=want.gid,
         nccl_version=version,
         kept=kept,
+        ib=ib,
+        ib_sl=view.answers.fabric.ib_sl,
     )
     return want
 

@@ -235,9 +235,14 @@ def bandwidth_causes(hosts: dict[str, NcclFacts], mtu: int) -> list[str]:
     causes = []
     for host, facts in hosts.items():
         for port in facts.rdma:
+            name = port.netdev or port.device
+            if port.link_layer == "InfiniBand":  # no MTU to raise: the SM's path MTU applies; only the state
+                if port.state != "ACTIVE":
+                    why = "no subnet manager (INIT)" if port.state == "INIT" else "reconnect the cable"
+                    causes.append(f"{host} {name}: IB port {port.state}, {why}")
+                continue
             if (port.link_layer or "Ethernet") != "Ethernet":
                 continue
-            name = port.netdev or port.device
             if port.state != "ACTIVE":
                 causes.append(f"{host} {name}: link {port.state}, reconnect the cable")
             elif port.netdev in facts.mtus and facts.mtus[port.netdev] < mtu:
@@ -249,7 +254,7 @@ def rail_health(host: str, facts: NcclFacts, mtu: int) -> CheckItem:
     """A warning for rail ports that are down or below network.mtu: NCCL still runs, only slower."""
     causes = bandwidth_causes({host: facts}, mtu)
     if not causes:
-        return _item("rails", "rail ports up at full MTU", "pass", f"{host}: every RoCE port ACTIVE, MTU >= {mtu}")
+        return _item("rails", "rail ports up at full MTU", "pass", f"{host}: every rail port ACTIVE, MTU >= {mtu}")
     return _item("rails", "rail ports up at full MTU", "warn", "; ".join(causes),
                  "RoCE runs at the smaller path MTU or without the rail: run the network stage")  # fmt: skip
 

@@ -230,7 +230,15 @@ class Roce(Step):
         facts = _facts(view, host)
         if facts is None:
             return HostPlan(stage=self.id, host=host, blockers=[f"{host}: no roce facts (probe did not run)"])
-        return build_plan(host, facts, Desired.from_answers(view.answers))
+        plan = build_plan(host, facts, Desired.from_answers(view.answers))
+        if view.answers.fabric.link_layer_of(host) == "infiniband" and not facts.ports:
+            sl = view.answers.fabric.ib_sl
+            lane = f"service level {sl} (fabric.ib_sl; NCCL_IB_SL, perftest --sl)" if sl is not None else "SL 0"
+            plan.noop_reason = (
+                "InfiniBand: lossless by credit-based flow control, so no DSCP trust, PFC or ECN to set; traffic "
+                f"uses {lane}, which the subnet manager's SL-to-VL table maps to a virtual lane"
+            )
+        return plan
 
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
         facts = _facts(view, host)

@@ -12,7 +12,8 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing: --help m
 if TYPE_CHECKING:
     from pathlib import Path
 
-DEMO_PROFILES = ("reference", "rails-16", "ib-seed003")  # simulated clusters of --demo; reference (the seed-000 pair) by default
+# simulated clusters of --demo; reference (the seed-000 pair) by default
+DEMO_PROFILES = ("reference", "rails-16", "ib-seed003")
 
 
 def demo_answers(profile: str | None) -> Path:

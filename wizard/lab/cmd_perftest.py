@@ -120,6 +120,9 @@ def _open_device(ctx: Ctx, o: Opts) -> sim.End:
         raise CommandFailed(
             " Port number 1 state is Down\n Couldn't set the link layer\n Couldn't get context for the device"
         )
+    if rdma.is_ib(host, dev) and o.gid_index is None:
+        # perftest on an IB port uses no GID unless -x asks for one ("Default : IB - no gid"): it connects by LID
+        return sim.End(host, dev, None, rdma.gid_table(host, dev).slots[0].gid, None)  # type: ignore[union-attr]
     entries = dict(rdma.gid_table(host, dev).entries())
     index = o.gid_index
     if index is None:  # perftest picks the first RoCE v2 IPv4 GID when -x is not given

@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wizard.lab import rdma, reach
+from wizard.lab import ib, rdma, reach
 
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
@@ -148,16 +148,24 @@ def plan_job(views: list[HostView]) -> Job:
                         "misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable",
                     )
         mtu = min(rdma.active_mtu(v.host, d) for v, d in zip(views, pair, strict=True))
-        speed = min(
-            v.host.profile.card_of(d.port_indices[0]).model.speed_mbps for v, d in zip(views, pair, strict=True)
-        )
+        speed = min(_port_speed(v.host, d) for v, d in zip(views, pair, strict=True))
         speeds.append(speed / 8000 * MTU_FACTOR.get(mtu, 0.4))
     job.busbw = rails * min(speeds) * NCCL_EFFICIENCY * (1.0 if all(v.gdr for v in views) else GDR_PENALTY)
     return job
 
 
+def _port_speed(host: SimHost, dev: rdma.RdmaDev) -> float:
+    """Mb/s the port carries: an IB port's trained width x lane rate (a 1X port is a quarter), else the NIC's."""
+    if rdma.is_ib(host, dev):
+        return ib.view(host, dev.port_indices[0]).rate_gbps * 1000
+    return host.profile.card_of(dev.port_indices[0]).model.speed_mbps
+
+
 def _rail_path(host: SimHost, dev: rdma.RdmaDev, peer: SimHost, peer_dev: rdma.RdmaDev) -> bool:
-    """RoCE v2 between two devices needs an IPv4 GID on each end and IP reachability over this port."""
+    """RoCE v2 between two devices needs an IPv4 GID on each end and IP reachability over this port; InfiniBand
+    needs both ports ACTIVE (a LID from the SM) and a shared partition, no IP at all (connections go by LID)."""
+    if rdma.is_ib(host, dev) and rdma.is_ib(peer, peer_dev):
+        return ib.reachable(host, dev.port_indices[0], peer, peer_dev.port_indices[0])
     peer_nd = peer.netdevs.get(peer_dev.netdev)
     local_nd = host.netdevs.get(dev.netdev)
     if not peer_nd or not local_nd or not peer_nd.ipv4 or not local_nd.ipv4:
@@ -188,7 +196,10 @@ def info_lines(view: HostView, job: Job, first_rank: int, nranks: int, pid: int)
     if "NCCL_IB_HCA" in env:
         out.append(f"{t} [0] NCCL INFO NCCL_IB_HCA set to {env['NCCL_IB_HCA']}")
     if view.devices:
-        using = " ".join(f"[{i}]{d.name}:1/RoCE" for i, d in enumerate(view.devices))
+        # net_ib/init.cc prints each device's link layer: "/IB" or "/RoCE"
+        using = " ".join(
+            f"[{i}]{d.name}:1/{'IB' if rdma.is_ib(view.host, d) else 'RoCE'}" for i, d in enumerate(view.devices)
+        )
         out.append(f"{t} [0] NCCL INFO NET/IB : Using {using} [RO]; OOB {view.oob[0]}:{view.oob[1]}<0>")
     else:
         out.append(f"{t} [0] NCCL INFO NET/IB : No device found.")

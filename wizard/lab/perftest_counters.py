@@ -26,6 +26,13 @@ def counters(host: SimHost) -> dict[str, Counter[str]]:
 def count(client: sim.End, server: sim.End, link: sim.Link, nbytes: float, size: int, tclass: int = 0) -> None:
     """Move the ports' counters: bytes on the test's priority, pause frames when lossless, discards when not."""
     packets = int(nbytes / max(1, min(size, link.mtu))) + 1
+    if client.ib and server.ib:
+        # RDMA on InfiniBand never shows in the IPoIB netdev's ethtool -S: only the IB port counters move
+        # (port_xmit_data / port_rcv_data count 4-byte words, IBTA PortCounters)
+        for end, name in ((client, "port_xmit_data"), (server, "port_rcv_data")):
+            hw = end.host.rdma_cfg.setdefault(end.dev.name, {}).setdefault("counters", {})
+            hw[name] = int(hw.get(name, 0)) + int(nbytes) // 4
+        return
     for end, direction in ((client, "tx"), (server, "rx")):
         nd = end.host.profile.ports[end.dev.port_indices[0]].netdev
         prio = link.priority[end.host.name]

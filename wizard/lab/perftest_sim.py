@@ -6,7 +6,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wizard.lab import rdma
+from wizard.lab import ib, rdma
 
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
@@ -33,9 +33,13 @@ class End:
 
     host: SimHost
     dev: rdma.RdmaDev
-    gid_index: int
+    gid_index: int | None  # None on InfiniBand: perftest connects by LID and uses no GID ("IB - no gid")
     gid: str  # as the GID table shows it (IPv6 notation)
     ipv4: str | None
+
+    @property
+    def ib(self) -> bool:
+        return rdma.is_ib(self.host, self.dev)
 
     @property
     def netdev(self) -> str:
@@ -66,6 +70,10 @@ def link_between(a: End, b: End, tclass: int) -> Link:
     speed = min(_speed(a), _speed(b))
     mtu = min(rdma.active_mtu(a.host, a.dev), rdma.active_mtu(b.host, b.dev))
     link = Link(speed, mtu)
+    if a.ib and b.ib:
+        # InfiniBand links are lossless by credit-based flow control (IBTA vol. 1, 7.9): no PFC to configure
+        link.lossless = {a.host.name: True, b.host.name: True}
+        return link
     for end in (a, b):
         prio, pfc = qos_of(end, tclass)
         link.priority[end.host.name] = prio
@@ -74,6 +82,8 @@ def link_between(a: End, b: End, tclass: int) -> Link:
 
 
 def _speed(end: End) -> float:
+    if end.ib:  # the trained rate: a port at 1X carries a quarter
+        return ib.view(end.host, end.dev.port_indices[0]).rate_gbps
     return end.host.profile.card_of(end.dev.port_indices[0]).model.speed_mbps / 1000
 
 
@@ -114,7 +124,8 @@ def latency_us(link: Link, size: int, key: object) -> tuple[float, float, float]
 
 
 # -- output -------------------------------------------------------------------------------------------------
-def header(tool: str, dev: str, *, client: bool, mtu: int, gid_index: int, qps: int = 1) -> list[str]:
+def header(tool: str, dev: str, *, client: bool, mtu: int, gid_index: int | None, qps: int = 1) -> list[str]:
+    """perftest's banner; on InfiniBand (gid_index None) "Link type : IB" and no GID line, as in seed 003."""
     lat = tool.endswith("_lat")
     lines = [
         DASHES,
@@ -133,8 +144,8 @@ def header(tool: str, dev: str, *, client: bool, mtu: int, gid_index: int, qps: 
         lines.append(" CQ Moderation   : 100")
     lines += [
         f" Mtu             : {mtu}[B]",
-        " Link type       : Ethernet",
-        f" GID index       : {gid_index}",
+        f" Link type       : {'IB' if gid_index is None else 'Ethernet'}",
+        *([] if gid_index is None else [f" GID index       : {gid_index}"]),
         f" Max inline data : {220 if lat else 0}[B]",
         " rdma_cm QPs\t : OFF",
         " Data ex. method : Ethernet",
@@ -146,6 +157,9 @@ def header(tool: str, dev: str, *, client: bool, mtu: int, gid_index: int, qps: 
 def address(side: str, end: End, seed: int) -> list[str]:
     qpn = 0x100 + seed % 0x700
     psn = zlib.crc32(f"{end.host.name}{seed}".encode()) & 0xFFFFFF
+    if end.ib:
+        lid = ib.view(end.host, end.dev.port_indices[0]).lid
+        return [f" {side} address: LID {lid:#06x} QPN {qpn:#06x} PSN {psn:#08x} RKey 0x203d00 VAddr 0x007f5f29b83000"]
     return [
         f" {side} address: LID 0000 QPN {qpn:#06x} PSN {psn:#08x} RKey 0x203d00 VAddr 0x007f5f29b83000",
         f" GID: {end.perftest_gid()}",

@@ -124,6 +124,8 @@ def state_text(host: SimHost, dev: RdmaDev) -> tuple[str, str]:
 
 
 def active_mtu(host: SimHost, dev: RdmaDev) -> int:
+    if is_ib(host, dev):
+        return 4096  # the IB MTU both ends and the switches support (the SM's path record), not the IPoIB MTU
     nd = host.netdevs.get(dev.netdev)
     mtu = nd.mtu if nd else 1500
     usable = mtu - ROCE_OVERHEAD

@@ -48,6 +48,15 @@ def explain(
                 "run stage network so rail i of every host shares one subnet")  # fmt: skip
     if rail.gbps is None or rail.ratio is None or rail.ratio >= PASS_RATIO:
         return None
+    narrow = [(e, p) for e in ends if (p := _port(facts, e)) is not None and p.ib and p.ib.width and p.ib.width < 4]
+    if narrow:  # an IB port that trained below 4X carries a fraction of its rate whatever else is right
+        end, p = narrow[0]
+        peer = f" (switch side: {p.ib.switch} port {p.ib.switch_port})" if p.ib.switch else ""
+        return (
+            f"{_where(end)} trained at {p.ib.rate_text}: {p.ib.width} of 4 lanes{peer}",
+            f"a lane, the cable or a transceiver of {_where(end)} is bad: reseat or replace it at both ends; "
+            "iblinkinfo shows the width after each attempt",
+        )
     lossy = [c for c in counters if c.status == "fail" and any(c.netdev == e.netdev and c.host == e.host for e in ends)]
     bad_qos = [e for e in ends if _qos_wrong(facts, e, priority)]
     if lossy or bad_qos:

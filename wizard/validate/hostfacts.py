@@ -24,14 +24,17 @@ class HostFacts:
     roce: RoceFacts | None = None
     error: str | None = None
     raw: dict[str, Any] = field(default_factory=dict)
+    link_layer: str = "ethernet"  # the answers' fabric.link_layer for this host
+    ib_sl: int | None = None  # fabric.ib_sl: the service level perftest puts in its QPs on InfiniBand
+    expect_gbps: int | None = None  # the link rate the answers give this host's group (or discovery's)
 
     def rails(self) -> list[NicPort]:
-        """RDMA Ethernet ports in PCI order: rail i of every host is its i-th port.
-
-        A host without ConnectX RDMA ports (a lab) tests its software RDMA devices (Soft-RoCE) instead.
+        """The rail ports in PCI order, of the host's link layer (RoCE, or InfiniBand): rail i of every host is its
+        i-th port. A host without ConnectX RDMA ports (a lab) tests its software RDMA devices (Soft-RoCE) instead.
         """
         ports = self.discovery.rdma_ports() or self.discovery.soft_rdma
-        return [p for p in ports if (p.link_layer or "Ethernet") == "Ethernet"]
+        wanted = {"ethernet": ("Ethernet",), "infiniband": ("InfiniBand",)}.get(self.link_layer)
+        return [p for p in ports if wanted is None or (p.link_layer or "Ethernet") in wanted]
 
 
 async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
@@ -44,6 +47,8 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
     except ExecutorError as exc:
         return HostFacts(name, DiscoveryFacts(), error=str(exc))
     facts = HostFacts(name, DiscoveryFacts.model_validate(disc), raw={"discovery": disc})
+    facts.link_layer, facts.ib_sl = answers.fabric.link_layer_of(name), answers.fabric.ib_sl
+    facts.expect_gbps = answers.expect_speed_gbps(name)
     try:
         roce, _ = await read_stage(Roce(), ProbeContext(entry, ex, answers, {"discovery": disc}), None)
         facts.raw["roce"] = roce

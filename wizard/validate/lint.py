@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+from steps.discovery.facts import NicPort
 from wizard.answers.model import Answers
 from wizard.validate.hostfacts import HostFacts
 from wizard.validate.model import CheckResult
@@ -20,9 +21,11 @@ def lint(answers: Answers, hosts: dict[str, HostFacts]) -> list[CheckResult]:
     items = [_reachable(hosts)]
     live = {n: h for n, h in hosts.items() if h.error is None}
     down, mtu, speed, trust, pfc, dmap, gids, v4 = ([] for _ in range(8))
-    speeds: set[int] = set()
+    speeds: dict[str, set[int]] = defaultdict(set)  # per node group: V100 and A100 nodes differ by design
+    ib_ports = roce_ports = 0
     for name, h in live.items():
         roce = h.roce
+        group = answers.fabric.group_name(name)
         for p in h.rails():
             where = f"{name} {p.netdev} ({p.rdma_device})"
             if (p.rdma_state or "").upper() != "ACTIVE":
@@ -30,8 +33,12 @@ def lint(answers: Answers, hosts: dict[str, HostFacts]) -> list[CheckResult]:
                 down.append(f"{where}: RDMA port {p.rdma_state or 'unknown'}, link {link}")
             if p.mtu != want_mtu:
                 mtu.append(f"{where}: MTU {p.mtu}, want {want_mtu}")
-            if p.speed_mbps and p.speed_mbps > 0:
-                speeds.add(p.speed_mbps)
+            if _speed(p) > 0:
+                speeds[group].add(_speed(p))
+            if p.ib is not None:  # InfiniBand: no GID index, no DSCP/PFC (credit flow control), LIDs instead
+                ib_ports += 1
+                continue
+            roce_ports += 1
             gid = p.roce_v2_ipv4_gid
             if gid is None:
                 v4.append(f"{where}: no RoCE v2 IPv4 GID (no IPv4 address on the port)")
@@ -47,24 +54,28 @@ def lint(answers: Answers, hosts: dict[str, HostFacts]) -> list[CheckResult]:
                 pfc.append(f"{where}: PFC {''.join(map(str, rp.pfc or []))} want {''.join(map(str, want))}")
             if rp.dscp2prio and rp.dscp2prio.get(dscp) != prio:
                 dmap.append(f"{where}: DSCP {dscp} -> priority {rp.dscp2prio.get(dscp)}, want {prio}")
-    expect = answers.discovery.expect_link_speed_gbps
     for name, h in live.items():
+        expect = answers.expect_speed_gbps(name)
         for p in h.rails():
-            if not p.speed_mbps or p.speed_mbps <= 0:
+            if _speed(p) <= 0:
                 continue  # a port without link is the link item's business
-            if expect and p.speed_mbps != expect * 1000:
-                speed.append(f"{name} {p.netdev}: {p.speed_mbps} Mb/s, expected {expect} Gb/s")
-            elif len(speeds) > 1:
-                speed.append(f"{name} {p.netdev}: {p.speed_mbps} Mb/s")
+            trained = f" ({p.ib.width}X {p.ib.speed})" if p.ib and p.ib.width else ""
+            if expect:
+                if _speed(p) != expect * 1000:
+                    speed.append(f"{name} {p.netdev}: {_speed(p)} Mb/s{trained}, expected {expect} Gb/s")
+            elif len(speeds[answers.fabric.group_name(name)]) > 1:
+                speed.append(f"{name} {p.netdev}: {_speed(p)} Mb/s{trained}")
     # A port that negotiated below the answers' speed would pass a rate check against its own (lower) speed.
-    slow_link = bool(expect) and any("expected" in x for x in speed)
+    slow_link = any("expected" in x for x in speed)
+    all_speeds = sorted(set().union(*speeds.values())) if speeds else []
     items += [
         _item("link", "every rail port ACTIVE", down, "all rail ports ACTIVE / LINK_UP",
               "reseat or replace the cable/transceiver of the DOWN port and its peer; `ethtool PORT` shows the link"),
         _item("mtu", f"MTU {want_mtu} on every rail port", mtu, f"all rail ports at MTU {want_mtu}",
               "run stage network (or set the MTU in netplan) so both ends match; RoCE picks active_mtu from it"),
-        _item("speed", "same link speed on every rail", speed, f"all at {sorted(speeds)} Mb/s",
-              "check the cable/transceiver and `ethtool -s` autonegotiation on the slower port", warn=not slow_link),
+        _item("speed", "same link speed on every rail", speed, f"all at {all_speeds} Mb/s (per node group)",
+              "check the cable/transceiver and `ethtool -s` autonegotiation on the slower port (InfiniBand: a port "
+              "below 4X has a bad lane; iblinkinfo names its switch port)", warn=not slow_link),
         _item("trust", "DSCP trust on every port", trust, "trust dscp everywhere",
               "run stage roce: mlnx_qos -i PORT --trust dscp"),
         _item("pfc", f"PFC on priority {prio} only", pfc, f"PFC 0001 0000 pattern on priority {prio} everywhere",
@@ -82,7 +93,21 @@ def lint(answers: Answers, hosts: dict[str, HostFacts]) -> list[CheckResult]:
               lambda h: f"{h.discovery.ofed_stack} {h.discovery.ofed_version}",
               "install the same DOCA-OFED release on all hosts (stage ofed)"),
     ]  # fmt: skip
+    if ib_ports and not roce_ports:
+        ib_skip = "InfiniBand rails: lossless by credit flow control and addressed by LID; no DSCP, PFC or GID index"
+        items = [i.model_copy(update={"status": "skip", "evidence": ib_skip}) if i.id in _ROCE_ONLY else i
+                 for i in items]  # fmt: skip
     return items
+
+
+_ROCE_ONLY = ("trust", "pfc", "dscp", "gid", "tos")
+
+
+def _speed(p: NicPort) -> int:
+    """Mb/s of a rail port: an IB port's trained rate from sysfs (width x lane speed), else ethtool's speed."""
+    if p.ib is not None and p.ib.rate_gbps:
+        return int(p.ib.rate_gbps * 1000)
+    return p.speed_mbps if p.speed_mbps and p.speed_mbps > 0 else 0
 
 
 def _reachable(hosts: dict[str, HostFacts]) -> CheckResult:

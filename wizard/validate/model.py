@@ -35,6 +35,8 @@ class RailEnd(_Model):
     ipv4: str | None = None
     network: str | None = None  # the rail subnet of that address, e.g. 192.168.11.0/24
     speed_gbps: float | None = None
+    ib: bool = False  # an InfiniBand port: addressed by LID, no GID index, no traffic class
+    ib_sl: int | None = None  # the service level on InfiniBand (fabric.ib_sl)
 
 
 class RailResult(_Model):

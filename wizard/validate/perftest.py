@@ -47,7 +47,13 @@ def side_argv(spec: Spec, end: RailEnd) -> list[str]:
     argv = [spec.tool, "-d", end.device]
     if end.gid_index is not None:
         argv += ["-x", str(end.gid_index)]
-    argv += ["-p", str(spec.port), "-F", f"--tclass={spec.tclass}"]
+    argv += ["-p", str(spec.port), "-F"]
+    if end.ib:
+        # InfiniBand: the path goes by LID; the traffic class only matters in a GRH (routed IB), and the lane is
+        # chosen by the service level (perftest -S/--sl) through the SM's SL-to-VL table.
+        argv += [f"--sl={end.ib_sl}"] if end.ib_sl is not None else []
+    else:
+        argv.append(f"--tclass={spec.tclass}")
     if spec.tool.endswith("_bw"):
         argv.append("--report_gbits")
     if spec.sweep:

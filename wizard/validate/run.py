@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from steps.discovery.facts import NicPort
 from wizard.answers.model import Answers
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers.perftest import PerftestBw, PerftestLat
@@ -60,6 +61,16 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def ib_nominal_gbps(p: NicPort, expect: int | None) -> float | None:
+    """What an IB port should carry: the group's rate from the answers, else 4X at the speed it trained (EDR 100,
+    HDR 200, NDR 400). Never the trained rate itself: a port that came up 1X would pass against its own quarter."""
+    if expect:
+        return float(expect)
+    if p.ib is None or not p.ib.rate_gbps or not p.ib.width:
+        return None
+    return p.ib.rate_gbps / p.ib.width * 4
+
+
 def rail_end(h: HostFacts, index: int) -> RailEnd | None:
     rails = h.rails()
     if index >= len(rails):
@@ -67,14 +78,18 @@ def rail_end(h: HostFacts, index: int) -> RailEnd | None:
     p = rails[index]
     addr = next(iter(p.ipv4), None)
     iface = ipaddress.ip_interface(addr) if addr else None
+    ib = p.ib is not None
+    speed = p.speed_mbps / 1000 if p.speed_mbps and p.speed_mbps > 0 else None
     return RailEnd(
         host=h.name,
         netdev=p.netdev or "?",
         device=p.rdma_device or "?",
-        gid_index=p.roce_v2_ipv4_gid,
+        gid_index=None if ib else p.roce_v2_ipv4_gid,
         ipv4=str(iface.ip) if iface else None,
         network=str(iface.network) if iface else None,
-        speed_gbps=p.speed_mbps / 1000 if p.speed_mbps and p.speed_mbps > 0 else None,
+        speed_gbps=ib_nominal_gbps(p, h.expect_gbps) if ib else speed,
+        ib=ib,
+        ib_sl=h.ib_sl if ib else None,
     )
 
 

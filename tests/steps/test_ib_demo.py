@@ -1,0 +1,95 @@
+"""Seed 003's InfiniBand cluster brought up end to end (`--demo --profile ib-seed003`): IPoIB rails, no RoCE QoS,
+NCCL and perftest over IB judged against each group's IB link rate."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+
+from wizard.cli.main import main
+from wizard.engine.state import StateStore
+from wizard.lab.cluster import Lab
+from wizard.lab.disk import load_disk
+from wizard.validate.model import RailEnd
+from wizard.validate.perftest import Spec, side_argv
+
+HOSTS = ("v100-01", "v100-02", "a100-01", "a100-02")
+
+
+def _file(state: Path, host: str, path: str) -> str:
+    lab = Lab.ib_seed003()
+    sim = lab.host(host)
+    assert load_disk(sim, state / "lab" / f"{host}.json")
+    return sim.fs.read_text(path)
+
+
+def _checks(state: Path, host: str, stage: str) -> dict[str, str]:
+    return {c.id: c.evidence for c in StateStore(state).host(host).stage(stage).checks}
+
+
+@pytest.fixture(scope="module")
+def brought_up(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    state = tmp_path_factory.mktemp("ib")
+    assert main(["--demo", "--profile", "ib-seed003", "--yes", "--state-dir", str(state)]) == 0
+    return state
+
+
+def test_every_stage_verifies_with_ipoib_rails_and_no_roce_qos(brought_up: Path) -> None:
+    store = StateStore(brought_up)
+    for host in HOSTS:
+        record = store.host(host)
+        assert all(s.status == "done" for s in record.stages.values()), host
+        assert "InfiniBand: lossless by credit-based flow control" in record.stage("roce").reason
+    netplan = _file(brought_up, "a100-01", "/etc/netplan/60-roce-wizard.yaml")
+    assert "ibp75s0:" in netplan and "10.20.0.3/24" in netplan and "ibp177s0:" in netplan
+    assert "ib_port:mlx5_0" in _checks(brought_up, "a100-01", "network")
+
+
+def test_nccl_conf_names_the_ib_ports_without_traffic_class_or_gid_index(brought_up: Path) -> None:
+    conf = _file(brought_up, "v100-01", "/etc/nccl.conf")
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in conf
+    assert "NCCL_IB_TC" not in conf and "NCCL_IB_GID_INDEX" not in conf and "NCCL_IB_SL" not in conf
+    transport = _checks(brought_up, "v100-01", "nccl")["transport"]
+    assert "network IB" in transport and "NET/IB" in transport
+
+
+def test_bwtest_over_ib_passes_each_rail_against_its_groups_ib_rate(brought_up: Path) -> None:
+    assert main(["bwtest", "--demo", "--profile", "ib-seed003", "--state-dir", str(brought_up), "--no-sweep"]) == 0
+    report = json.loads((brought_up / "validation" / "latest.json").read_text(encoding="utf-8"))
+    expected = {(r["server"]["host"], r["client"]["host"]): r["expected_gbps"] for r in report["together"]}
+    assert expected[("a100-01", "a100-02")] == 200.0  # HDR between A100 nodes
+    assert all(e == 100.0 for pair, e in expected.items() if any(h.startswith("v100") for h in pair))
+    assert all("-x" not in r["command"].split() and "--tclass" not in r["command"] for r in report["together"])
+    lint = {c["id"]: c["status"] for c in report["lint"]}
+    assert lint["trust"] == lint["pfc"] == lint["gid"] == "skip"
+
+
+def test_a_port_trained_at_1x_fails_its_rail_in_bwtest(tmp_path: Path, brought_up: Path) -> None:
+    state = tmp_path / "state"
+    import shutil
+
+    shutil.copytree(brought_up, state)
+    args = ["bwtest", "--demo", "--profile", "ib-seed003", "--state-dir", str(state), "--no-sweep", "--no-nccl"]
+    assert main([*args, "--fault", "a100-02:ib_link_degraded=ibp75s0"]) == 1
+    report = json.loads((state / "validation" / "latest.json").read_text(encoding="utf-8"))
+    bad = [r for r in report["together"] if r["status"] == "fail"]
+    assert bad and all("a100-02" in (r["server"]["host"], r["client"]["host"]) and r["rail"] == 0 for r in bad)
+
+
+def test_perftest_on_ib_connects_by_lid_with_the_service_level_asked() -> None:
+    end = RailEnd(host="a", netdev="ibp75s0", device="mlx5_0", ib=True, ib_sl=3, ipv4="10.20.0.3")
+    argv = side_argv(Spec("ib_write_bw", end, end, 18516, 106), end)
+    assert "-x" not in argv and not any(a.startswith("--tclass") for a in argv) and "--sl=3" in argv
+    roce = RailEnd(host="a", netdev="ens1f0np0", device="mlx5_0", gid_index=3, ipv4="10.0.0.1")
+    assert "--tclass=106" in side_argv(Spec("ib_write_bw", roce, roce, 18516, 106), roce)
+
+
+def test_the_ib_lab_answers_ib_queries_without_any_roce_gid() -> None:
+    lab = Lab.ib_seed003()
+    host = lab.host("v100-01")
+    asyncio.run(host.start_units())
+    gids = asyncio.run(host.run("grep -sH . /sys/class/infiniband/*/ports/1/gid_attrs/types/*")).stdout
+    assert "RoCE v2" not in gids
