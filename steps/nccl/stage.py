@@ -157,8 +157,8 @@ def desired(view: ClusterView, host: str, disc: DiscoveryFacts, facts: NcclFacts
         want.notes.append("only Soft-RoCE devices: NCCL works over them but GPUDirect RDMA is impossible")
     if not want.hcas:
         want.blockers.append(
-            f"{host}: no {ib_kind(layer)} port NCCL can use ({'; '.join(want.choice.skipped) or 'no RDMA device found'}); "
-            "run the ofed and network stages first"
+            f"{host}: no {ib_kind(layer)} port NCCL can use "
+            f"({'; '.join(want.choice.skipped) or 'no RDMA device found'}); run the ofed and network stages first"
         )
     want.socket_ifname = cfg.socket_ifname or disc.ssh_interface
     known = set(disc.other_interfaces) | {p.netdev for p in disc.ports if p.netdev}
