@@ -9,9 +9,10 @@ import pytest
 
 from steps.discovery import facts as df
 from steps.discovery.ib_checks import infiniband_checks
-from steps.discovery.infiniband import parse_iblinkinfo_peers, parse_port_attrs, parse_sminfo
+from steps.discovery.infiniband import probe_infiniband
 from wizard.cli.main import main
 from wizard.engine.state import StateStore
+from wizard.executors.base import CommandResult
 
 SYSFS = """\
 /sys/class/infiniband/mlx5_0/ports/1/state:4: ACTIVE
@@ -30,33 +31,54 @@ SYSFS = """\
 """
 
 
-def test_sysfs_port_attributes_give_state_rate_lids_and_the_partitions_held() -> None:
-    ports = parse_port_attrs(SYSFS)
-    first = ports[("mlx5_0", 1)]
-    assert first["state"] == "ACTIVE" and first["phys_state"] == "LinkUp"
-    assert (first["rate_gbps"], first["width"], first["speed"]) == (100.0, 4, "EDR")
-    assert (first["lid"], first["sm_lid"]) == (3, 1)
-    assert first["pkeys"] == ["0xffff"]  # the empty slot (0x0000) is no partition
-    assert ports[("mlx5_1", 1)]["state"] == "INIT" and ports[("mlx5_1", 1)]["width"] == 1
+SMINFO_OK = "sminfo: sm lid 1 sm guid 0x7cfe900300a1b2c0, activity count 48211 priority 15 state 3 SMINFO_MASTER\n"
+IBLINKINFO = (
+    "Switch: 0x7cfe900300a1b2c0 ib-sw-1:\n"
+    '          1    7[  ] ==( 4X       25.78125 Gbps Active/  LinkUp)==>       3    1[  ] "gpu-01 mlx5_0" ( )\n'
+    '          1    8[  ] ==(                Down/ Polling)==>             [  ] "" ( )\n'
+)
 
 
-def test_sminfo_names_the_master_and_a_timeout_gives_nothing() -> None:
-    sm = parse_sminfo("sminfo: sm lid 1 sm guid 0x7cfe900300a1b2c0, activity count 48211 priority 15 state 3 "
-                      "SMINFO_MASTER\n")  # fmt: skip
-    assert sm is not None and (sm.lid, sm.guid, sm.priority, sm.state) == (1, "0x7cfe900300a1b2c0", 15, "SMINFO_MASTER")
-    assert (
-        parse_sminfo("ibwarn: [1] _do_madrpc: recv failed: Connection timed out\nsminfo: iberror: failed: query")
-        is None
-    )
+class Diags:
+    """sminfo and iblinkinfo as a host with infiniband-diags answers them (with sudo)."""
+
+    def __init__(self, sminfo: tuple[int, str, str]) -> None:
+        self.sminfo = sminfo
+
+    async def run(self, argv: list[str], sudo: bool = False) -> CommandResult:
+        status, out, err = self.sminfo if argv == ["sminfo"] else (0, IBLINKINFO, "")
+        return CommandResult(" ".join(argv), status, out, err, 0.0, out)
 
 
-def test_iblinkinfo_gives_the_switch_port_of_each_ca_port() -> None:
-    text = (
-        "Switch: 0x7cfe900300a1b2c0 ib-sw-1:\n"
-        '          1    1[  ] ==( 4X       25.78125 Gbps Active/  LinkUp)==>       3    1[  ] "v100-01 mlx5_0" ( )\n'
-        '          1    2[  ] ==(                Down/ Polling)==>             [  ] "" ( )\n'
-    )
-    assert parse_iblinkinfo_peers(text) == {"v100-01 mlx5_0": ("ib-sw-1", 1)}
+def _facts() -> df.DiscoveryFacts:
+    ports = [df.NicPort(pci=f"0000:5e:00.{i}", model="ConnectX-5", netdev=f"ibp94s0f{i}", rdma_device=f"mlx5_{i}",
+                        rdma_port=1) for i in (0, 1)]  # fmt: skip
+    return df.DiscoveryFacts(hostname="gpu-01", ports=ports)
+
+
+async def _sysfs(argv: object) -> str:
+    return SYSFS  # both reads (port attributes, P_Key tables) from one listing; each parser takes its own lines
+
+
+async def test_sysfs_sminfo_and_iblinkinfo_give_each_port_its_state_rate_partitions_and_switch_port() -> None:
+    facts = _facts()
+    await probe_infiniband(Diags((0, SMINFO_OK, "")), facts, _sysfs)  # type: ignore[arg-type]
+    first, second = facts.ports[0].ib, facts.ports[1].ib
+    assert first is not None and second is not None
+    assert (first.state, first.rate_gbps, first.width, first.speed, first.lid, first.sm_lid) == (
+        "ACTIVE", 100.0, 4, "EDR", 3, 1)  # fmt: skip
+    assert first.pkeys == ["0xffff"] and second.pkeys == ["0x8002"]  # the empty slot (0x0000) is no partition
+    assert (second.state, second.width) == ("INIT", 1)
+    assert (first.switch, first.switch_port) == ("ib-sw-1", 7)
+    assert facts.ib_sm is not None and (facts.ib_sm.lid, facts.ib_sm.state) == (1, "SMINFO_MASTER")
+
+
+async def test_an_sminfo_with_no_sm_answering_is_said_plainly() -> None:
+    facts = _facts()
+    failed = (255, "", "ibwarn: [1] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)\n"
+                       "sminfo: iberror: failed: query\n")  # fmt: skip
+    await probe_infiniband(Diags(failed), facts, _sysfs)  # type: ignore[arg-type]
+    assert facts.ib_sm is None and facts.ib_sm_error == "no subnet manager answered (SubnGet(SMInfo) failed)"
 
 
 def _port(name: str, state: str, rate: float, width: int, pkeys: list[str], layer: str = "InfiniBand") -> df.NicPort:

@@ -12,6 +12,8 @@ from wizard.lab import rdma as R
 from wizard.lab.commands import command
 from wizard.lab.streams import CommandFailed, Ctx
 
+# iblinkinfo prints each lane's signalling rate (libibmad mad_dump_linkspeed*): EDR 25.78125, HDR 53.125 Gbps
+SIGNAL_GBPS = {10.0: 10.0, 14.0: 14.0625, 25.0: 25.78125, 50.0: 53.125, 100.0: 106.25}
 MAD_STATE = {"DOWN": "Down", "INIT": "Initialize", "ARMED": "Armed", "ACTIVE": "Active"}
 
 
@@ -41,8 +43,9 @@ async def sminfo(ctx: Ctx) -> int:
     if v.state != "ACTIVE" or sm is None:
         # No SM has swept the port: its SM LID is 0 and the SubnGet(SMInfo) to LID 0 times out.
         raise CommandFailed(
-            f"ibwarn: [{host.pid_hint}] _do_madrpc: recv failed: Connection timed out\n"
-            f"ibwarn: [{host.pid_hint}] mad_rpc: _do_madrpc failed; dport (Lid {v.sm_lid})\n"
+            # as captured with infiniband-diags 44 before any SM ran (tests/fixtures/real-outputs/sminfo/
+            # ibsim-debian12-no-sm-query-failed.txt)
+            f"ibwarn: [{host.pid_hint}] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)\n"
             "sminfo: iberror: failed: query",
             255,
         )
@@ -62,7 +65,7 @@ def _peer_text(subnet: ib.IbSubnet, lab: object, switch: str, port: int) -> str 
             ca = dev.name if dev is not None else f"port{i}"
             width = f"{v.width}X"
             state = MAD_STATE[v.state]  # libibmad mad_dump_portstate
-            link = f"==( {width:>3} {v.lane_gbps:>14g} Gbps {state:>6}/  LinkUp)==>"
+            link = f"==( {width:>3} {str(SIGNAL_GBPS.get(v.lane_gbps, v.lane_gbps)):>14} Gbps {state:>6}/  LinkUp)==>"
             return f'{link} {v.lid if v.state == "ACTIVE" else 0:>7} {1:>4}[  ] "{host.hostname} {ca}" ( )'
     for a, b in subnet.isl_links():
         for here, there in ((a, b), (b, a)):
