@@ -245,7 +245,9 @@ def engine_nccl_item(layout: Layout, node: Node, nccl: dict[str, Any], torch: st
             f"the engine's NCCL found no usable RDMA device: {fix_log}; check that libibverbs and the mlx5 provider"
             " load in the venv, NCCL_IB_DISABLE is unset and NCCL_IB_HCA names live ports, then re-run the stage",
         )
-    if version_tuple(version) < GID_AUTO_SINCE and nccl.get("gid_index") is None:
+    ib_only = bool(nccl.get("ib_ports")) and all(str(p).endswith("/IB") for p in nccl.get("ib_ports") or [])
+    # on InfiniBand NCCL addresses by LID: GID index 0 is the port's only GID and the right one
+    if version_tuple(version) < GID_AUTO_SINCE and nccl.get("gid_index") is None and not ib_only:
         return item(
             "fail",
             f"{where}: the engine's NCCL {version}{bundled} predates 2.21 and, with NCCL_IB_GID_INDEX unset, uses"

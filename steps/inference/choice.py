@@ -30,14 +30,20 @@ class Choice:
 
 
 def fabric_gbps(view: ClusterView, host: str) -> float:
-    """Sum of the link speeds of the host's Ethernet RDMA ports (not the SSH one): its share of the fabric."""
+    """Sum of the link speeds of the host's RDMA rail ports (not the SSH one): its share of the fabric. An IB port
+    counts at its trained rate; a RoCE port at its Ethernet speed."""
     raw = view.stage_facts(host, "discovery") or {}
     facts = DiscoveryFacts.model_validate(raw) if raw else DiscoveryFacts()
-    return sum(
-        (p.speed_mbps or 0) / 1000
-        for p in facts.ports
-        if p.netdev and p.netdev != facts.ssh_interface and (p.link_layer or "Ethernet") == "Ethernet"
-    )
+    layer = view.answers.fabric.link_layer_of(host)
+    total = 0.0
+    for p in facts.ports:
+        if not p.netdev or p.netdev == facts.ssh_interface:
+            continue
+        if p.ib is not None and layer != "ethernet":
+            total += p.ib.rate_gbps or 0
+        elif (p.link_layer or "Ethernet") == "Ethernet" and layer != "infiniband":
+            total += (p.speed_mbps or 0) / 1000
+    return total
 
 
 def gpu_topology(topo_text: str) -> dict[str, Any] | None:
@@ -129,6 +135,11 @@ def numa_notes(view: ClusterView, host: str, tp: int) -> list[str]:
     ]
 
 
+def no_bf16(gpu_name: str) -> bool:
+    """GPUs before Ampere (compute capability < 8.0) have no bf16: V100 (7.0), T4 (7.5), P100 (6.0)."""
+    return any(tag in gpu_name for tag in ("V100", "T4", "P100", "P40", "Quadro RTX", "TITAN RTX"))
+
+
 def endpoint(cfg: InferenceSection, ip: str) -> str:
     """The URL clients use for a node's API (the bind address when it is one address, else the node's)."""
     host = ip if cfg.api_host in ("0.0.0.0", "::") else cfg.api_host
@@ -140,7 +151,10 @@ def size_rules(view: ClusterView, serving: list[str], layout: Layout, gpu: tuple
     cfg = view.answers.inference
     tp, pp = layout.tp, layout.pp
     memory, name = gpu
-    spec, unknown = resolve_spec(cfg.model, cfg.params_billion, cfg.dtype)
+    dtype = cfg.dtype
+    if dtype is None and no_bf16(name) and (known := resolve_spec(cfg.model, None, None)[0]) and known.dtype == "bf16":
+        dtype = "fp16"  # the engines refuse bf16 on these GPUs; the seed served its model on V100 with --dtype=half
+    spec, unknown = resolve_spec(cfg.model, cfg.params_billion, dtype)
     if spec is None:
         layout.blockers.append(unknown or "unknown model size")
         return
@@ -149,7 +163,14 @@ def size_rules(view: ClusterView, serving: list[str], layout: Layout, gpu: tuple
         return
     published = resolve_spec(cfg.model, None, None)[0]
     if published is not None and spec.dtype != published.dtype:
-        if spec.dtype == "fp8" and published.dtype in ("bf16", "fp16"):
+        if spec.dtype == "fp16" and published.dtype == "bf16":
+            # a cast at load, not a quantization: same two bytes per weight (vLLM/SGLang --dtype half)
+            layout.cast_dtype = "half"
+            layout.notes.append(
+                f"{cfg.model} is published in bf16; served as fp16 (--dtype half)"
+                + (f": {name} has no bf16 (compute capability < 8.0)" if no_bf16(name) else "")
+            )
+        elif spec.dtype == "fp8" and published.dtype in ("bf16", "fp16"):
             layout.quantization = "fp8"
             layout.notes.append(
                 f"{cfg.model} is published in {published.dtype}; serving it with online FP8 quantization"

@@ -27,13 +27,15 @@ class RocePort:
     state: str
     roce_v2_ipv4: bool
     rail: str  # the port's IPv4 subnet, "" without one
+    ib: bool = False  # an InfiniBand port: addressed by LID, no GID needed
 
     @property
     def usable(self) -> bool:
-        return self.state.upper() == "ACTIVE" and self.roce_v2_ipv4
+        return self.state.upper() == "ACTIVE" and (self.ib or self.roce_v2_ipv4)
 
     def describe(self) -> str:
-        return f"{self.hca.split(':')[0]} ({self.state}{'' if self.roce_v2_ipv4 else ', no IPv4 RoCE v2 GID'})"
+        missing = "" if self.ib or self.roce_v2_ipv4 else ", no IPv4 RoCE v2 GID"
+        return f"{self.hca.split(':')[0]} ({self.state}{missing})"
 
 
 async def read_live(ex: Executor) -> dict[str, dict[str, Any]]:
@@ -70,19 +72,22 @@ def _rail(cidrs: list[str], preferred: list[str]) -> str:
     return str(ipaddress.ip_interface(chosen).network) if chosen else ""
 
 
-def roce_ports(facts: DiscoveryFacts, live: dict[str, Any]) -> list[RocePort]:
-    """Ethernet RDMA ports in PCI order, never the SSH interface; live state wins over discovery's."""
+def roce_ports(facts: DiscoveryFacts, live: dict[str, Any], link_layer: str = "ethernet") -> list[RocePort]:
+    """The fabric's RDMA ports in PCI order (RoCE, or InfiniBand per fabric.link_layer), never the SSH interface;
+    live state wins over discovery's."""
+    wanted = {"ethernet": ("Ethernet",), "infiniband": ("InfiniBand",)}.get(link_layer, ("Ethernet", "InfiniBand"))
     ports = []
     for p in sorted(facts.ports, key=lambda port: port.pci):
-        if not p.netdev or p.netdev == facts.ssh_interface or (p.link_layer or "Ethernet") != "Ethernet":
+        if not p.netdev or p.netdev == facts.ssh_interface or (p.link_layer or "Ethernet") not in wanted:
             continue
+        ib = p.link_layer == "InfiniBand"
         seen = live.get(p.netdev)
         if seen:
             v2 = list(seen.get("ipv4_v2") or [])
             hca, state = f"{seen['device']}:{seen.get('port') or 1}", str(seen.get("state") or "?")
-            ports.append(RocePort(p.netdev, hca, state, bool(v2), _rail(list(seen.get("cidrs") or []), v2)))
+            ports.append(RocePort(p.netdev, hca, state, bool(v2), _rail(list(seen.get("cidrs") or []), v2), ib))
         elif p.rdma_device:
             v2 = [g.ipv4 for g in p.gids if g.version == "v2" and g.ipv4]
             hca = f"{p.rdma_device}:{p.rdma_port or 1}"
-            ports.append(RocePort(p.netdev, hca, p.rdma_state or "?", bool(v2), _rail(p.ipv4, v2)))
+            ports.append(RocePort(p.netdev, hca, p.rdma_state or "?", bool(v2), _rail(p.ipv4, v2), ib))
     return ports

@@ -37,6 +37,8 @@ class Layout:
     host_blockers: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     quantization: str | None = None
+    cast_dtype: str | None = None
+    """"half": bf16 weights cast to fp16 at load (GPUs before compute capability 8.0 have no bf16: V100, T4)."""
     mode: str = "span"  # "replicas": independent serving groups of ``nodes_per_group`` nodes; "span": one group
     tp: int = 1
     pp: int = 1
@@ -129,12 +131,14 @@ def _node(view: ClusterView, host: str, rank: int, layout: Layout) -> Node | Non
     if not ip:
         problems.append(f"{host}: interface {ifname} has no IPv4 address for Ray/Gloo/NCCL bootstrap")
         return None
-    ports = roce_ports(facts, (view.stage_facts(host, "inference") or {}).get("rdma") or {})
+    layer = view.answers.fabric.link_layer_of(host)
+    ports = roce_ports(facts, (view.stage_facts(host, "inference") or {}).get("rdma") or {}, layer)
     hcas = [p for p in ports if p.usable]
     if not hcas:
         listed = ", ".join(p.describe() for p in ports) or "none"
+        wanted = "ACTIVE (the SM swept it)" if layer == "infiniband" else "ACTIVE with an IPv4 RoCE v2 GID"
         problems.append(
-            f"{host}: no RDMA port is ACTIVE with an IPv4 RoCE v2 GID (ports: {listed}); NCCL would fall back to"
+            f"{host}: no RDMA port is {wanted} (ports: {listed}); NCCL would fall back to"
             " TCP sockets. Run the network and roce stages first: roce-wizard --answers FILE --from network"
         )
         return None

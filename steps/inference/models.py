@@ -43,6 +43,8 @@ KNOWN_MODELS: dict[str, ModelSpec] = {
     "Qwen/Qwen2.5-7B-Instruct": ModelSpec(7.62, "bf16", 28, 4, 128),
     "Qwen/Qwen2.5-72B-Instruct": ModelSpec(72.7, "bf16", 80, 8, 128),
     "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": ModelSpec(70.6, "bf16", 80, 8, 128),
+    # seed 003's model: a Qwen2.5-32B (64 layers, 8 KV heads of 128) distilled from R1
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": ModelSpec(32.8, "bf16", 64, 8, 128),
     "mistralai/Mixtral-8x7B-Instruct-v0.1": ModelSpec(46.7, "bf16", 32, 8, 128),
     # DeepSeek-V3 / R1: 671B total, 37B active MoE, weights published in FP8; MLA latent KV cache.
     "deepseek-ai/DeepSeek-V3": ModelSpec(671.0, "fp8", 61),

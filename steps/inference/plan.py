@@ -306,6 +306,11 @@ def _unit_change(
     if any(p.startswith(UNIT_DIR) for p in written):
         commands.append(RemoteCommand(argv=["systemctl", "daemon-reload"]))
     commands += [RemoteCommand(argv=["systemctl", "enable", unit]) for unit in enable]
+    if RAY_UNIT in restart and ENGINE_UNIT in restart:
+        # The engine is BindsTo= its Ray node, so a blocking restart of Ray also restarts the engine in the same
+        # transaction and waits for it; the engine's ExecStartPre= waits for the group's GPUs, and a worker whose
+        # units change in a later wave (a replica becoming part of a spanning group) never comes: stop it first.
+        commands.append(RemoteCommand(argv=["systemctl", "stop", ENGINE_UNIT]))
     # --no-block for the engine: its start job lasts until ExecStartPre= has seen the group's GPUs join, and the
     # group's other hosts may only be getting their units now (the health check waits for the API instead).
     commands += [

@@ -76,8 +76,11 @@ async def _restart(
             return
         say(f"replica {number} ({', '.join(n.host for n in group)}): restarting; {len(serving)} other replica(s)"
             " keep serving")  # fmt: skip
-        # Ray first, head before workers (a worker's raylet rejoins the new head), then the engines.
-        steps = [
+        # Engines stopped first (a blocking Ray restart would restart each bound engine in its transaction and wait
+        # on its ExecStartPre for GPUs still on their way), Ray head before workers, then the engines.
+        steps = [(n, ["systemctl", "stop", ENGINE_UNIT]) for n in group
+                 if ENGINE_UNIT in serving_units(view, layout, n.host)]  # fmt: skip
+        steps += [
             (n, ["systemctl", "restart", RAY_UNIT]) for n in group if RAY_UNIT in serving_units(view, layout, n.host)
         ]
         steps += [(n, ["systemctl", "restart", "--no-block", ENGINE_UNIT]) for n in group

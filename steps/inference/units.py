@@ -139,6 +139,8 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
             argv += ["--node-rank", str(node.rank)]
         if layout.quantization:
             argv += ["--quantization", layout.quantization]
+        if layout.cast_dtype:
+            argv += ["--dtype", layout.cast_dtype]
         if node.rank == 0:
             # No key: SGLang would show it on its command line and log it; nginx in front checks it instead.
             argv += ["--host", "127.0.0.1", "--port", str(sglang_internal_port(cfg))]
@@ -156,6 +158,8 @@ def engine_argv(answers: Answers, layout: Layout, node: Node) -> list[str] | Non
     argv += ["--gpu-memory-utilization", f"{cfg.gpu_memory_utilization:g}"]
     if layout.quantization:
         argv += ["--quantization", layout.quantization]
+    if layout.cast_dtype:
+        argv += ["--dtype", layout.cast_dtype]
     if node.rank == 0:
         argv += ["--host", cfg.api_host, "--port", str(cfg.port)]
     else:

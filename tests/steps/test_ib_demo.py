@@ -17,6 +17,7 @@ from wizard.validate.model import RailEnd
 from wizard.validate.perftest import Spec, side_argv
 
 HOSTS = ("v100-01", "v100-02", "a100-01", "a100-02")
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _file(state: Path, host: str, path: str) -> str:
@@ -93,3 +94,27 @@ def test_the_ib_lab_answers_ib_queries_without_any_roce_gid() -> None:
     asyncio.run(host.start_units())
     gids = asyncio.run(host.run("grep -sH . /sys/class/infiniband/*/ports/1/gid_attrs/types/*")).stdout
     assert "RoCE v2" not in gids
+
+
+def test_the_seeds_model_is_served_as_fp16_because_v100_has_no_bf16(brought_up: Path) -> None:
+    unit = _file(brought_up, "v100-01", "/etc/systemd/system/roce-wizard-inference.service")
+    assert "DeepSeek-R1-Distill-Qwen-32B" in unit and "--dtype half" in unit
+    for host in HOSTS:  # one replica per node (the model fits one), all behind the entry point
+        assert StateStore(brought_up).host(host).stage("inference").status == "done"
+
+
+def test_a_replica_spanning_two_v100_nodes_runs_its_nccl_over_ib(tmp_path: Path, brought_up: Path) -> None:
+    import shutil
+
+    import yaml
+
+    state = tmp_path / "state"
+    shutil.copytree(brought_up, state)
+    answers = yaml.safe_load((ROOT / "assets" / "answers.ib-seed003.yaml").read_text(encoding="utf-8"))
+    answers["inference"].update(layout="span", pipeline_parallel_size=2)  # the seed's multi-node serving
+    path = tmp_path / "span.yaml"
+    path.write_text(yaml.safe_dump(answers), encoding="utf-8")
+    args = ["--demo", "--profile", "ib-seed003", "--answers", str(path), "--yes", "--state-dir", str(state)]
+    assert main([*args, "--only", "inference"]) == 0
+    engine = _checks(state, "v100-01", "inference")["engine_nccl"]
+    assert "over NET/IB" in engine and "mlx5_0:1/IB mlx5_1:1/IB" in engine

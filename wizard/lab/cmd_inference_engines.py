@@ -142,7 +142,7 @@ _VLLM_VALUE = {"--tensor-parallel-size", "-tp", "--pipeline-parallel-size", "-pp
                "--gpu-memory-utilization", "--quantization", "--served-model-name", "--dtype", "--api-key"}  # fmt: skip
 _SGLANG_VALUE = {"--model-path", "--model", "--tp-size", "--tp", "--tensor-parallel-size", "--pp-size",
                  "--pipeline-parallel-size", "--dist-init-addr", "--nnodes", "--node-rank", "--host", "--port",
-                 "--context-length", "--quantization", "--mem-fraction-static", "--api-key"}  # fmt: skip
+                 "--context-length", "--quantization", "--mem-fraction-static", "--api-key", "--dtype"}  # fmt: skip
 
 
 def _parse(prog: str, args: list[str], valued: set[str], switches: set[str]) -> dict[str, str]:
@@ -203,6 +203,9 @@ async def engine(ctx: Ctx, engine: str, args: list[str]) -> int:
     too_old = st.cuda_init_error(ctx.host, engine, st.installed(ctx.host, st.venv_of(ctx)))
     if too_old:
         raise CommandFailed(too_old)
+    no_bf16 = st.bf16_error(ctx.host, model, o.get("--dtype"))
+    if no_bf16:
+        raise CommandFailed(no_bf16)
     errors = st.fabric_errors(ctx.host, env, memlock, vllm=engine == "vllm")
     if errors:
         raise CommandFailed("\n".join(errors))

@@ -30,6 +30,7 @@ MODEL_SIZES = {
     "meta-llama/Llama-3.3-70B-Instruct": (70.6, 2),
     "Qwen/Qwen2.5-72B-Instruct": (72.7, 2),
     "deepseek-ai/DeepSeek-R1-Distill-Llama-70B": (70.6, 2),
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-32B": (32.8, 2),
     "deepseek-ai/DeepSeek-V3": (671.0, 1),
     "deepseek-ai/DeepSeek-R1": (671.0, 1),
 }
@@ -149,8 +150,29 @@ def nccl_init_lines(host: SimHost, env: dict[str, str], torch: str, pid: int) ->
         ]
         return lines
     hcas = _ifnames(env.get("NCCL_IB_HCA", ""))
-    using = " ".join(f"[{i}]{h if ':' in h else h + ':1'}/RoCE" for i, h in enumerate(hcas))
+    using = " ".join(f"[{i}]{h if ':' in h else h + ':1'}/{_layer(host, h)}" for i, h in enumerate(hcas))
     return lines + [f"{prefix} NET/IB : Using {using} [RO]; OOB {oob}", f"{prefix} Using network IB"]
+
+
+def bf16_error(host: SimHost, model: str, dtype: str | None) -> str | None:
+    """vLLM and SGLang load a bf16 checkpoint as bf16 unless told --dtype half; a GPU below compute capability 8.0
+    has no bf16 and the engine stops at start (vllm/platforms/cuda.py check_if_supports_dtype)."""
+    gpu = min(host.profile.gpus, key=lambda g: float(g.compute_cap), default=None)
+    if gpu is None or float(gpu.compute_cap) >= 8.0 or dtype in ("half", "float16", "fp16", "float32", "float"):
+        return None
+    if model not in MODEL_SIZES or MODEL_SIZES[model][1] != 2:
+        return None
+    return (
+        f"ValueError: Bfloat16 is only supported on GPUs with compute capability of at least 8.0. Your {gpu.name} GPU"
+        f" has compute capability {gpu.compute_cap}. You can use float16 instead by explicitly setting the `dtype`"
+        " flag in CLI, for example: --dtype=half."
+    )
+
+
+def _layer(host: SimHost, hca: str) -> str:
+    """NCCL's net_ib prints each device's link layer after its name: "IB" or "RoCE"."""
+    dev = rdma.find(host, hca.split(":")[0])
+    return "IB" if dev is not None and rdma.is_ib(host, dev) else "RoCE"
 
 
 # vLLM's PyPI wheels are CUDA 13 builds from 0.24 on (vllm-project/vllm PR #39878), SGLang's after 0.5.19; a torch
@@ -308,7 +330,8 @@ def fabric_errors(host: SimHost, env: dict[str, str], memlock: str, *, vllm: boo
             errors.append(f"NCCL WARN NET/IB : No device found for {':'.join(parts)} {SIM}")
             continue
         v2 = [e for _, e in rdma.gid_table(host, dev).entries() if e.type == ROCE_V2 and _is_ipv4_gid(e.gid)]
-        if not rdma.port_active(host, dev) or not v2:
+        ib = rdma.is_ib(host, dev)  # InfiniBand connects by LID: only the port state matters
+        if not rdma.port_active(host, dev) or not (ib or v2):
             why = "port DOWN" if not rdma.port_active(host, dev) else "no IPv4 RoCE v2 GID"
             errors.append(f"NCCL WARN NET/IB : {dev.name}:1 unusable ({why}) {SIM}")
     if memlock not in ("infinity", "unlimited"):
