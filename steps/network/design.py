@@ -50,6 +50,7 @@ class Endpoint:
     lag: bool = False
     bond: BondSection | None = None
     port: Port | None = None
+    ipoib: bool = False  # a bond of IPoIB interfaces (active-backup, IP only)
 
     @property
     def ip(self) -> str:
@@ -234,6 +235,8 @@ def _bond_endpoint(
         return Endpoint(
             f"bond:{bond.name}", f"bond {bond.name}", bond.name, subnet, address, list(bond.members), bond=bond
         )
+    if all(m.ib for m in rdma_members):
+        return _ipoib_bond(host, bond, rdma_members, subnet, address, result)
     problems = lag_problems(bond, rdma_members, by_name)
     if problems:
         result.blockers.append(_refusal(host, bond, rdma_members, problems, by_name))
@@ -253,6 +256,32 @@ def _bond_endpoint(
         rdma_device=live.device if (live := net.lag_of(list(bond.members))) else None,
         lag=True,
         bond=bond,
+    )
+
+
+def _ipoib_bond(
+    host: str,
+    bond: BondSection,
+    members: list[Port],
+    subnet: ipaddress.IPv4Network | ipaddress.IPv6Network,
+    address: str,
+    result: Design,
+) -> Endpoint | None:
+    """An IPoIB bond: active-backup only (the kernel refuses other modes for IPoIB slaves since Linux 4.8,
+    net/bonding commit 1533e77315 "Enforce active-backup policy for IPoIB bonds"), for IP failover. RDMA never goes
+    through it: NCCL and perftest keep using the member ports' HCAs, each on its own LID."""
+    if bond.mode != "active-backup":
+        result.blockers.append(
+            f"{host}: bond {bond.name} ({', '.join(bond.members)}) holds IPoIB interfaces with mode {bond.mode}: the"
+            " bonding driver takes IPoIB slaves in active-backup only; set mode: active-backup"
+        )
+        return None
+    result.notes.append(
+        f"{bond.name}: IPoIB active-backup bond of {', '.join(bond.members)}: carries IP only and fails over between"
+        " the ports; RDMA (NCCL, perftest) keeps using the HCAs of the ports themselves, never the bond"
+    )
+    return Endpoint(
+        f"bond:{bond.name}", f"bond {bond.name}", bond.name, subnet, address, list(bond.members), bond=bond, ipoib=True
     )
 
 

@@ -108,6 +108,10 @@ def _bond_parameters(endpoint: Endpoint) -> list[str]:
         out.append(f"        lacp-rate: {bond.lacp_rate}")
     if bond.mode in ("802.3ad", "balance-xor", "balance-tlb"):
         out.append(f"        transmit-hash-policy: {bond.transmit_hash_policy}")
+    if endpoint.ipoib:
+        # the bond takes the active slave's 20-byte IPoIB address on failover (the kernel forces this for IPoIB
+        # slaves anyway); said explicitly so the file shows what happens
+        out.append("        fail-over-mac-policy: active")
     return out
 
 

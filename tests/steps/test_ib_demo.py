@@ -118,3 +118,39 @@ def test_a_replica_spanning_two_v100_nodes_runs_its_nccl_over_ib(tmp_path: Path,
     assert main([*args, "--only", "inference"]) == 0
     engine = _checks(state, "v100-01", "inference")["engine_nccl"]
     assert "over NET/IB" in engine and "mlx5_0:1/IB mlx5_1:1/IB" in engine
+
+
+def _v100_pair(tmp_path: Path, mode: str) -> Path:
+    import yaml
+
+    answers = yaml.safe_load((ROOT / "assets" / "answers.ib-seed003.yaml").read_text(encoding="utf-8"))
+    answers["hosts"] = answers["hosts"][:2]
+    answers["fabric"]["groups"] = answers["fabric"]["groups"][:1]
+    answers["discovery"]["expect_rdma_ports"] = 2
+    answers["network"].update(topology="bond", rails=[], fabric="switched")
+    answers["network"]["bonds"] = [
+        {"name": "bond0", "mode": mode, "members": ["ibp94s0f0", "ibp94s0f1"], "subnet": "10.30.0.0/24"}
+    ]
+    answers["inference"]["enabled"] = False
+    path = tmp_path / f"bond-{mode}.yaml"
+    path.write_text(yaml.safe_dump(answers), encoding="utf-8")
+    return path
+
+
+def test_an_ipoib_bond_is_active_backup_for_ip_while_nccl_keeps_the_ports_own_hcas(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    args = ["--demo", "--profile", "ib-seed003", "--answers", str(_v100_pair(tmp_path, "active-backup")), "--yes"]
+    assert main([*args, "--state-dir", str(state), "--only", "discovery,ofed,network,gpudirect,nccl"]) == 0
+    netplan = _file(state, "v100-01", "/etc/netplan/60-roce-wizard.yaml")
+    assert "mode: active-backup" in netplan and "fail-over-mac-policy: active" in netplan
+    assert "10.30.0.1/24" in netplan
+    conf = _file(state, "v100-01", "/etc/nccl.conf")
+    assert "NCCL_IB_HCA==mlx5_0:1,mlx5_1:1" in conf  # never a bond device: there is no LAG on InfiniBand
+
+
+def test_an_ipoib_bond_in_another_mode_is_refused_with_the_reason(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    args = ["--demo", "--profile", "ib-seed003", "--answers", str(_v100_pair(tmp_path, "802.3ad")), "--yes"]
+    assert main([*args, "--state-dir", str(state), "--only", "discovery,ofed,network"]) == 1
+    reason = StateStore(state).host("v100-01").stage("network").reason
+    assert "IPoIB" in reason and "active-backup only" in reason

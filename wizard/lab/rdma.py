@@ -70,6 +70,8 @@ def _compute(host: SimHost) -> list[RdmaDev]:
     lag_bonds: dict[str, str] = {}  # card label -> bond name
     for card in host.profile.cards:
         names = {p.netdev for p in card.ports}
+        if host.lab is not None and host.lab.ib is not None and ib.is_ib_port(host, ports.index(card.ports[0])):
+            continue  # RoCE LAG is an Ethernet feature: an IPoIB bond leaves each IB port its own device
         for dev in host.netdevs.values():
             if dev.kind == "bond" and dev.bond and dev.bond.mode in LAG_MODES and set(dev.slaves) == names:
                 if len(card.ports) == 2:

@@ -67,17 +67,26 @@ def ipoib_address(mac: str) -> str:
     return "00:00:10:87:fe:80:00:00:00:00:00:00:" + ":".join(guid[i : i + 2] for i in range(0, 16, 2))
 
 
-def link_kind(dev: Netdev) -> tuple[str, str, str]:
-    """(link_type, address, broadcast) as ip prints them."""
+def link_kind(dev: Netdev, netdevs: dict[str, Netdev] | None = None) -> tuple[str, str, str]:
+    """(link_type, address, broadcast) as ip prints them; a bond of IPoIB slaves is an InfiniBand link too (it takes
+    its active slave's address: bonding's fail_over_mac for IPoIB)."""
     if dev.kind == "loopback":
         return "loopback", dev.mac, "00:00:00:00:00:00"
+    if (
+        dev.kind == "bond"
+        and netdevs
+        and dev.slaves
+        and (slave := netdevs.get(dev.slaves[0]))
+        and slave.kind == "ipoib"
+    ):
+        return "infiniband", ipoib_address(slave.mac), IPOIB_BROADCAST
     if dev.kind == "ipoib":
         return "infiniband", ipoib_address(dev.mac), IPOIB_BROADCAST
     return "ether", dev.mac, "ff:ff:ff:ff:ff:ff"
 
 
 def _link_lines(ctx: Ctx, dev: Netdev, details: bool) -> list[str]:
-    kind, address, brd = link_kind(dev)
+    kind, address, brd = link_kind(dev, ctx.host.netdevs)
     line = f"    link/{kind} {address} brd {brd}"
     if dev.mac != dev.perm_mac and dev.kind == "ether":
         line += f" permaddr {dev.perm_mac}"
@@ -144,9 +153,9 @@ def link_json(ctx: Ctx, dev: Netdev, *, details: bool, addrs: bool, family: str 
             "operstate": host.operstate(dev.name),
             "group": "default",
             "txqlen": 1000,
-            "link_type": link_kind(dev)[0],
-            "address": link_kind(dev)[1],
-            "broadcast": link_kind(dev)[2],
+            "link_type": link_kind(dev, host.netdevs)[0],
+            "address": link_kind(dev, host.netdevs)[1],
+            "broadcast": link_kind(dev, host.netdevs)[2],
         }
     )
     if dev.mac != dev.perm_mac and dev.kind == "ether":
