@@ -19,8 +19,9 @@ if TYPE_CHECKING:
     from screens.app import WizardApp
 
 INTRO = (
-    "roce-wizard takes GPU servers with ConnectX NICs to a verified RoCE v2 fabric: discovery, driver stack, "
-    "per-port rails, lossless QoS, GPUDirect RDMA, NCCL and an inference service. Every stage shows its plan "
+    "roce-wizard takes GPU servers with ConnectX NICs to a verified RDMA fabric, RoCE v2 or InfiniBand: discovery, "
+    "driver stack, per-port rails, lossless QoS (RoCE), GPUDirect RDMA, NCCL and an inference service. Every stage "
+    "shows its plan "
     "before it changes anything, asks before disruptive steps, and proves the result with checks."
 )
 

@@ -100,3 +100,21 @@ def test_mixed_link_layer_leaves_a_vpi_port_in_ethernet_mode_with_no_link() -> N
     assert "5e:00.1 Ethernet controller [0200]" in out and "5e:00.0 Infiniband controller [0207]" in out
     _, out, _ = _run(host, "ip -j link show ibp94s0f1")
     assert '"link_type":"ether"' in out and "NO-CARRIER" in out
+
+
+def test_the_simulated_diagnostics_read_like_the_real_tools_to_the_shared_parsers() -> None:
+    from wizard.lab import packages
+    from wizard.parsers import parse
+
+    lab = _lab("a100-01:ib_link_degraded=ibp75s0")
+    for h in lab.hosts.values():
+        packages.install_files(h, packages.catalog("ubuntu")["infiniband-diags"])
+    host = lab.host("v100-01")
+    ibstat = parse("ibstat", _run(host, "ibstat")[1])
+    assert [p.state for ca in ibstat.cas for p in ca.ports] == ["Active", "Active"]  # type: ignore[attr-defined]
+    sm = parse("sminfo", _run(host, "sminfo")[1])
+    assert sm.is_master and sm.sm_lid == 1  # type: ignore[attr-defined]
+    links = parse("iblinkinfo", _run(host, "iblinkinfo")[1])
+    assert [link.port for link in links.degraded_links()] == [3]  # type: ignore[attr-defined]  # a100-01's 1X port
+    uplink = links.find_ca_uplink(host="v100-01", ca="ibp94s0f1")  # type: ignore[attr-defined]
+    assert uplink is not None and (uplink.switch_name, uplink.switch_port) == ("ib-sw-2", 1)

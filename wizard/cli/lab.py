@@ -37,7 +37,8 @@ def parser() -> argparse.ArgumentParser:
         "--profile",
         choices=DEMO_PROFILES,
         default=None,
-        help="rails-16: 16 HGX H100 hosts gpu-001..gpu-016 on 8 rail leaves (--hosts is then ignored)",
+        help="rails-16: 16 HGX H100 hosts gpu-001..gpu-016 on 8 rail leaves; ib-seed003: 2 V100 + 2 A100 nodes on "
+        "InfiniBand (--hosts is then ignored)",
     )
     serve.add_argument(
         "--switch-os",

@@ -96,8 +96,9 @@ def add_target_options(
         "--profile",
         choices=DEMO_PROFILES,
         default=None,
-        help="(--demo) simulated cluster: reference (2 x L20 servers back to back, the default) or rails-16 "
-        "(16 x HGX H100, 8 x ConnectX-7 400GbE on 8 rail leaves); its answers file is the default --answers",
+        help="(--demo) simulated cluster: reference (2 x L20 servers back to back, the default), rails-16 "
+        "(16 x HGX H100, 8 x ConnectX-7 400GbE on 8 rail leaves) or ib-seed003 (2 V100 + 2 A100 nodes on "
+        "InfiniBand, two IB switches); its answers file is the default --answers",
     )
     if faults:
         p.add_argument(

@@ -39,11 +39,14 @@ def lab_answers(names: list[str], endpoints: dict[str, tuple[str, int]], key: Pa
     }
 
 
-def rails16_answers(endpoints: dict[str, tuple[str, int]], key: Path, known_hosts: Path) -> dict:
-    """assets/answers.rails-16.yaml with the hosts and SSH settings pointing at the served lab."""
+def rails16_answers(
+    endpoints: dict[str, tuple[str, int]], key: Path, known_hosts: Path, profile: str = "rails-16"
+) -> dict:
+    """The profile's shipped answers (assets/answers.<profile>.yaml) with the hosts and SSH settings pointing at the
+    served lab."""
     from wizard.answers.profiles import demo_answers
 
-    doc, _ = yamlio.load_with_lines(demo_answers("rails-16").read_text(encoding="utf-8"))
+    doc, _ = yamlio.load_with_lines(demo_answers(profile).read_text(encoding="utf-8"))
     doc["ssh"] = {
         "user": "operator",
         "identity_file": str(key),
@@ -73,6 +76,8 @@ async def serve_lab(
     try:
         if profile == "rails-16":
             lab = Lab.rails16(faults=parsed, switch_os=switch_os)
+        elif profile == "ib-seed003":
+            lab = Lab.ib_seed003(faults=parsed)
         elif hosts == 2:
             lab = Lab.reference(["server1", "server2"], faults=parsed)
         else:
@@ -91,8 +96,8 @@ async def serve_lab(
         if write_answers is not None:
             creds = write_answers.parent / f"{write_answers.stem}-lab"
             key, known = lab.write_credentials(creds)
-            if profile == "rails-16":
-                doc = rails16_answers(endpoints, key, known)
+            if profile in ("rails-16", "ib-seed003"):
+                doc = rails16_answers(endpoints, key, known, profile)
             else:
                 doc = lab_answers(list(lab.names), endpoints, key, known)
             header = "# SIMULATED cluster served by `roce-wizard lab serve`; valid only while it runs.\n"

@@ -66,7 +66,16 @@ def _peer_text(subnet: ib.IbSubnet, lab: object, switch: str, port: int) -> str 
             width = f"{v.width}X"
             state = MAD_STATE[v.state]  # libibmad mad_dump_portstate
             link = f"==( {width:>3} {str(SIGNAL_GBPS.get(v.lane_gbps, v.lane_gbps)):>14} Gbps {state:>6}/  LinkUp)==>"
-            return f'{link} {v.lid if v.state == "ACTIVE" else 0:>7} {1:>4}[  ] "{host.hostname} {ca}" ( )'
+            # iblinkinfo notes a link that trained below what both ends support (iblinkinfo.c: "Could be")
+            model = host.profile.card_of(i).model
+            could = []
+            if v.width < model.lanes:
+                could.append(f"Could be {model.lanes}X ")
+            best = model.speed_mbps / 1000 / model.lanes
+            if v.lane_gbps < best:
+                could.append(f"Could be {SIGNAL_GBPS.get(best, best)} Gbps")
+            note = " ".join(could) or " "
+            return f'{link} {v.lid if v.state == "ACTIVE" else 0:>7} {1:>4}[  ] "{host.hostname} {ca}" ({note})'
     for a, b in subnet.isl_links():
         for here, there in ((a, b), (b, a)):
             if here == (switch, port) and subnet.managed(switch):
