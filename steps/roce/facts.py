@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from steps.discovery.facts import NicPort
+from steps.roce.ib_sl import IbLane
 
 QOS_UNIT = "roce-wizard-qos.service"
 UNIT_PATH = f"/etc/systemd/system/{QOS_UNIT}"
@@ -89,6 +90,8 @@ class RoceFacts(_Model):
     template_text: str | None = None  # TEMPLATE_PATH
     udev_rule_text: str | None = None  # UDEV_RULE_PATH
     openibd: bool = False  # openibd.service exists (DOCA-OFED / MLNX_OFED)
+    ib_lanes: list[IbLane] = Field(default_factory=list)
+    """InfiniBand hosts with fabric.ib_sl: the VL that SL reaches on each port (steps/roce/ib_sl.py)."""
 
     def port(self, netdev: str) -> RocePort | None:
         return next((p for p in self.ports if p.netdev == netdev), None)

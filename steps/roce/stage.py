@@ -32,6 +32,7 @@ from steps.roce.facts import (
     parse_systemctl_show,
     roce_targets,
 )
+from steps.roce.ib_sl import lane_check, probe_lanes
 from steps.roce.plan import build_plan
 from wizard.engine.prefetch import read_file_argv
 from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
@@ -88,6 +89,7 @@ class Roce(Step):
         "dcb * show dev *": "per RoCE port this read finds; batched for discovery's ports when discovery saw no "
         "mlnx-tools",
         "cma_roce_* -d *": "per RDMA device this read finds; batched for discovery's devices with mlnx-tools",
+        "smpquery *": "with sudo, per InfiniBand port with a LID, only where fabric.ib_sl is set",
     }
 
     def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
@@ -141,6 +143,11 @@ class Roce(Step):
         facts.script_text = await ex.read_file(SCRIPT_PATH)
         facts.template_text = await ex.read_file(TEMPLATE_PATH)
         facts.udev_rule_text = await ex.read_file(UDEV_RULE_PATH)
+        sl = ctx.answers.fabric.ib_sl
+        if sl is not None and ctx.answers.fabric.link_layer_of(ctx.host.name) != "ethernet":
+            disc = df.DiscoveryFacts.model_validate(ctx.facts.get("discovery") or {})
+            ib = [(p.rdma_device, p.ib.lid) for p in disc.rdma_ports() if p.ib and p.ib.lid and p.ib.state == "ACTIVE"]
+            facts.ib_lanes = await probe_lanes(ex, [(d, lid) for d, lid in ib if d], sl)
         return facts.model_dump(mode="json") | {"notes": notes}
 
     async def _targets(self, ctx: ProbeContext, facts: RoceFacts, notes: list[str]) -> tuple[list[Target], DevInfo]:
@@ -246,11 +253,16 @@ class Roce(Step):
             return [CheckItem(id="facts", title="roce facts", status="fail", evidence="no facts collected")]
         discovery = view.stage_facts(host, "discovery")
         found = df.DiscoveryFacts.model_validate(discovery) if discovery else None
+        sl = view.answers.fabric.ib_sl
+        if sl is not None and view.answers.fabric.link_layer_of(host) != "ethernet" and not facts.ports:
+            return [lane_check(sl, facts.ib_lanes)]  # InfiniBand: no QoS, only the lane the SL lands on
         return host_checks(host, facts, Desired.from_answers(view.answers)) + dcbx_checks(host, facts, found)
 
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         facts = {h.name: f for h in view.answers.hosts if (f := _facts(view, h.name)) is not None}
-        return cluster_consistency(facts, Desired.from_answers(view.answers))
+        # hosts without RoCE ports (InfiniBand) have no QoS to compare
+        facts = {name: f for name, f in facts.items() if f.ports}
+        return cluster_consistency(facts, Desired.from_answers(view.answers)) if facts else {}
 
 
 def _facts(view: ClusterView, host: str) -> RoceFacts | None:

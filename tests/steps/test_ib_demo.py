@@ -154,3 +154,47 @@ def test_an_ipoib_bond_in_another_mode_is_refused_with_the_reason(tmp_path: Path
     assert main([*args, "--state-dir", str(state), "--only", "discovery,ofed,network"]) == 1
     reason = StateStore(state).host("v100-01").stage("network").reason
     assert "IPoIB" in reason and "active-backup only" in reason
+
+
+def test_a_service_level_lands_on_an_operating_lane_and_reaches_nccl_and_perftest(tmp_path: Path) -> None:
+    import yaml
+
+    answers = yaml.safe_load((ROOT / "assets" / "answers.ib-seed003.yaml").read_text(encoding="utf-8"))
+    answers["fabric"]["ib_sl"] = 3
+    answers["inference"]["enabled"] = False
+    path = tmp_path / "sl.yaml"
+    path.write_text(yaml.safe_dump(answers), encoding="utf-8")
+    state = tmp_path / "state"
+    args = ["--demo", "--profile", "ib-seed003", "--answers", str(path), "--yes", "--state-dir", str(state)]
+    assert main([*args, "--only", "discovery,ofed,network,roce,gpudirect,nccl"]) == 0
+    roce = {c.id: (c.status, c.evidence) for c in StateStore(state).host("a100-01").stage("roce").checks}
+    assert roce == {"ib_sl": ("pass", "SL 3 -> mlx5_0 VL 3, mlx5_1 VL 3")}  # no RoCE QoS item on IB hosts
+    assert "NCCL_IB_SL=3" in _file(state, "a100-01", "/etc/nccl.conf")
+
+
+def test_a_service_level_the_sm_maps_to_the_drop_lane_fails_with_the_fix() -> None:
+    from steps.roce.ib_sl import IbLane, lane_check, parse_oper_vls, parse_sl2vl
+
+    table = (
+        "# SL2VL table: Lid 3\n#                 SL: | 0| 1|\nports: in  0, out  0: "
+        + "|".join(f"{v:2d}" for v in [0, 1, 2, 15] + [0] * 12)
+        + "|\n"
+    )
+    table = table.replace("ports: in  0, out  0: ", "ports: in  0, out  0: |")
+    vls = parse_sl2vl(table)
+    assert vls is not None and vls[3] == 15 and parse_oper_vls("OperVLs:.........................VL0-3") == 4
+    item = lane_check(3, [IbLane(device="mlx5_0", lid=3, sl=3, vl=15, oper_vls=4)])
+    assert item.status == "fail" and "VL 15: dropped" in item.evidence and "qos_sl2vl" in (item.fix or "")
+    beyond = lane_check(2, [IbLane(device="mlx5_0", lid=3, sl=2, vl=5, oper_vls=4)])
+    assert beyond.status == "fail" and "only VL0-3 operate" in beyond.evidence
+
+
+def test_the_lab_perftest_takes_a_service_level_and_refuses_one_out_of_range() -> None:
+    from wizard.lab import packages
+
+    lab = Lab.ib_seed003()
+    host = lab.host("v100-01")
+    asyncio.run(host.start_units())
+    packages.install_files(host, packages.catalog("ubuntu")["perftest"])
+    done = asyncio.run(host.run("ib_write_bw -d ibp94s0f0 --sl=16 -F 10.20.0.2"))
+    assert done.status != 0 and "SL must be between 0 and 15" in done.stderr

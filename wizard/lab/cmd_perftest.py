@@ -19,10 +19,10 @@ from wizard.lab.streams import CommandFailed, Ctx
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
 
-SHORT = "d:x:p:D:as:n:q:Fi:RbhT:I:m:"
+SHORT = "d:x:p:D:as:n:q:Fi:RbhT:I:m:S:"
 LONG = [
     "ib-dev=", "gid-index=", "port=", "duration=", "all", "size=", "iters=", "qp=", "CPU-freq", "ib-port=",
-    "report_gbits", "tclass=", "rdma_cm", "bidirectional", "help", "tos=", "inline_size=", "mtu=",
+    "report_gbits", "tclass=", "rdma_cm", "bidirectional", "help", "tos=", "inline_size=", "mtu=", "sl=",
 ]  # fmt: skip
 DEFAULT_PORT = 18515
 SERVER_WAIT_S = 300.0
@@ -101,6 +101,9 @@ def parse_opts(ctx: Ctx) -> Opts:
             o.gbits = True
         elif k == "--tclass":
             o.tclass = int(v)
+        elif k in ("-S", "--sl"):  # the service level of the QPs (perftest_parameters.c: 0-15)
+            if not 0 <= int(v) <= 15:
+                raise CommandFailed(f" SL must be between 0 and 15{BAD_FLAG}")
         elif k in ("-R", "--rdma_cm"):
             raise CommandFailed(f"{ctx.name}: rdma_cm (-R) is not simulated by the roce-wizard lab", 1)
     o.server_ip = rest[0] if rest else None

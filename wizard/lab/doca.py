@@ -72,7 +72,7 @@ def doca_catalog(release: str = "2.9.1", os_tag: str = "ubuntu2204") -> list[Pkg
             mlnx,
             repo="doca",
             size_kb=430,
-            bins=_tools("/usr/sbin", "ibstat", "ibstatus", "sminfo", "iblinkinfo", "ibnetdiscover"),
+            bins=_tools("/usr/sbin", "ibstat", "ibstatus", "sminfo", "iblinkinfo", "ibnetdiscover", "smpquery"),
         ),
         Pkg(
             "perftest",

@@ -180,7 +180,7 @@ UBUNTU: list[Pkg] = [
         "infiniband-diags",
         "39.0-1",
         size_kb=412,
-        bins=_tools("/usr/sbin", "ibstat", "ibstatus", "sminfo", "iblinkinfo", "ibnetdiscover"),
+        bins=_tools("/usr/sbin", "ibstat", "ibstatus", "sminfo", "iblinkinfo", "ibnetdiscover", "smpquery"),
     ),
     Pkg(
         "perftest",

@@ -107,3 +107,37 @@ async def iblinkinfo(ctx: Ctx) -> int:
             else:
                 ctx.print(f"{sw.lid:>11} {port:>4}[  ] {peer}")
     return 0
+
+
+# SL -> VL as opensm programs a CA port with QoS on its defaults (qos_sl2vl 0,1,...,7,0,1,...,7) and 8 data VLs
+DEFAULT_SL2VL = [sl % 8 for sl in range(16)]
+
+
+@command("smpquery")
+async def smpquery(ctx: Ctx) -> int:
+    """`smpquery sl2vl LID` and `smpquery portinfo LID [PORT]` for the simulated CA ports (smpquery.c formats)."""
+    host = ctx.host
+    _umad_port(ctx, "smpquery")
+    args = [a for a in ctx.args if not a.startswith("-")]
+    if len(args) < 2 or args[0] not in ("sl2vl", "portinfo"):
+        raise CommandFailed("Usage: smpquery [options] <op> <dest dr_path|lid|guid> [op params]", 255)
+    subnet = host.lab.ib if host.lab is not None else None
+    lid = int(args[1], 0)
+    found = [(h, i) for (name, i), port_lid in (subnet.lids.items() if subnet else []) if port_lid == lid
+             for h in [host.lab.hosts[name]]]  # fmt: skip
+    if not found or ib.view(*found[0]).state != "ACTIVE":
+        raise CommandFailed(
+            f"ibwarn: [{host.pid_hint}] mad_rpc: _do_madrpc failed; dport (Lid {lid})\n"
+            f"smpquery: iberror: [pid {host.pid_hint}] main: failed: operation {args[0]}: node info query failed",
+            255,
+        )
+    if args[0] == "sl2vl":
+        ctx.print(f"# SL2VL table: Lid {lid}")
+        ctx.print("#                 SL: |" + "".join(f"{n:2d}|" for n in range(16)))
+        ctx.print("ports: in  0, out  0: |" + "".join(f"{v:2d}|" for v in DEFAULT_SL2VL))
+        return 0
+    ctx.print(f"# Port info: Lid {lid} port 1")
+    ctx.print(f"LID:.............................{lid}")
+    ctx.print("VLCap:...........................VL0-7")
+    ctx.print("OperVLs:.........................VL0-7")
+    return 0
