@@ -83,20 +83,9 @@ class RdmaSysfs:
             return read
 
         def entries() -> dict[str, Node]:
-            if rdma.is_ib(host, dev):
-                return self._ib_port_ib(dev, gid_reader, attr_reader)
-            active = rdma.port_active(host, dev)
-            speed = host.profile.card_of(dev.port_indices[0]).model.speed_mbps // 1000
-            return {
-                "state": _const("4: ACTIVE" if active else "1: DOWN"),
-                "phys_state": _const("5: LinkUp" if active else "3: Disabled"),
-                "rate": _const(f"{speed} Gb/sec ({dev.card.model.rate_width})" if active else "10 Gb/sec (4X SDR)"),
-                "link_layer": _const(rdma.link_layer(host, dev)),
-                "lid": _const("0x0"),
-                "sm_lid": _const("0x0"),
+            common: dict[str, Node] = {
                 "lid_mask_count": _const("0"),
                 "sm_sl": _const("0"),
-                "cap_mask": _const("0x04010000"),
                 "gids": _indexed(lambda i: DynFile(gid_reader(i))),
                 "gid_attrs": _dir(
                     lambda: {
@@ -104,17 +93,29 @@ class RdmaSysfs:
                         "ndevs": _indexed(lambda i: DynFile(attr_reader(i, "ndev"))),
                     }
                 ),
-                "pkeys": _dir(lambda: {"0": _const("0xffff")}),
                 "hw_counters": _dir(lambda: {k: _const(str(v)) for k, v in host.rdma_counters(dev).items()}),
+            }
+            if rdma.is_ib(host, dev):
+                return common | self._ib_port_state(dev)
+            active = rdma.port_active(host, dev)
+            speed = host.profile.card_of(dev.port_indices[0]).model.speed_mbps // 1000
+            return common | {
+                "state": _const("4: ACTIVE" if active else "1: DOWN"),
+                "phys_state": _const("5: LinkUp" if active else "3: Disabled"),
+                "rate": _const(f"{speed} Gb/sec ({dev.card.model.rate_width})" if active else "10 Gb/sec (4X SDR)"),
+                "link_layer": _const(rdma.link_layer(host, dev)),
+                "lid": _const("0x0"),
+                "sm_lid": _const("0x0"),
+                "cap_mask": _const("0x04010000"),
+                "pkeys": _dir(lambda: {"0": _const("0xffff")}),
             }
 
         return _dir(entries)
 
-    def _ib_port_ib(self, dev: rdma.RdmaDev, gid_reader: Callable, attr_reader: Callable) -> dict[str, Node]:
+    def _ib_port_state(self, dev: rdma.RdmaDev) -> dict[str, Node]:
         """An InfiniBand port: state, rate, LIDs and P_Keys from the subnet (wizard/lab/ib.py), in the formats of
         drivers/infiniband/core/sysfs.c (state_show "%d: %s", lid_show "0x%x", show_port_pkey "0x%04x")."""
-        host = self.host
-        v = ib.view(host, dev.port_indices[0])
+        v = ib.view(self.host, dev.port_indices[0])
         pkeys = {str(n): _const(p) for n, p in enumerate(v.pkeys)}
         return {
             "state": _const(f"{ib.STATE_NUM[v.state]}: {v.state}"),
@@ -123,18 +124,8 @@ class RdmaSysfs:
             "link_layer": _const("InfiniBand"),
             "lid": _const(f"0x{v.lid:x}"),
             "sm_lid": _const(f"0x{v.sm_lid:x}"),
-            "lid_mask_count": _const("0"),
-            "sm_sl": _const("0"),
             "cap_mask": _const("0xa651e848"),
-            "gids": _indexed(lambda i: DynFile(gid_reader(i))),
-            "gid_attrs": _dir(
-                lambda: {
-                    "types": _indexed(lambda i: DynFile(attr_reader(i, "type"))),
-                    "ndevs": _indexed(lambda i: DynFile(attr_reader(i, "ndev"))),
-                }
-            ),
             "pkeys": _dir(lambda: pkeys),
-            "hw_counters": _dir(lambda: {k: _const(str(val)) for k, val in host.rdma_counters(dev).items()}),
         }
 
     # -- configfs (rdma_cm default RoCE mode / ToS, as cma_roce_mode and cma_roce_tos use it) ---------------
