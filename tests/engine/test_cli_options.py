@@ -114,3 +114,24 @@ def test_each_stage_package_offers_its_stage_class_without_loading_it_early() ->
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "steps.network.stage"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--anwsers", "a.yaml"],
+            "roce-wizard: unknown option --anwsers; did you mean --answers? (see roce-wizard --help)",
+        ),
+        (["repot"], "roce-wizard: unknown command 'repot'; did you mean 'report'? (see roce-wizard --help)"),
+        (
+            ["bwtest", "--demmo"],
+            "roce-wizard: bwtest: unknown option --demmo; did you mean --demo? (see roce-wizard bwtest --help)",
+        ),
+    ],
+)
+def test_a_mistyped_option_or_command_is_named_once_with_the_closest_real_one(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == EXIT_USAGE
+    assert capsys.readouterr().err.splitlines() == [line]

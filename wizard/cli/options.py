@@ -8,6 +8,7 @@ Imports stay cheap: ``--help`` and usage errors load nothing but argparse (bench
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from wizard.answers.profiles import DEMO_PROFILES, check_profile, demo_answers
@@ -65,7 +66,31 @@ class CommandParser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise UsageError(f"{self.prog}: {message}")
+        # main() puts "roce-wizard: " in front of every message; a subcommand names itself after it
+        prefix = "" if self.prog == "roce-wizard" else f"{self.prog.removeprefix('roce-wizard ')}: "
+        raise UsageError(f"{prefix}{explain(self, message)} (see {self.prog} --help)")
+
+
+def explain(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's message, made specific: the unknown option or command first, with the closest real one."""
+    import difflib
+
+    match = re.match(r"unrecognized arguments: (\S+)", message)
+    if not match:
+        return message
+    first = match.group(1)
+    if first.startswith("-"):
+        option = first.split("=", 1)[0]
+        known = [s for action in parser._actions for s in action.option_strings]
+        close = difflib.get_close_matches(option, known, n=1, cutoff=0.6)
+        return f"unknown option {option}" + (f"; did you mean {close[0]}?" if close else "")
+    if parser.prog == "roce-wizard":
+        from wizard.cli.main import SUBCOMMANDS
+
+        close = difflib.get_close_matches(first, list(SUBCOMMANDS), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"commands: {', '.join(SUBCOMMANDS)}"
+        return f"unknown command {first!r}; {hint}"
+    return f"unexpected argument {first!r}"
 
 
 def command_parser(name: str, description: str) -> CommandParser:
