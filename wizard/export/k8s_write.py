@@ -124,7 +124,7 @@ def _test_manifests(inputs: K8sInputs, roce: K8sInputs, groups: list[IbGroup]) -
         return []
     scripts = pods.scripts_config_map()
     if ib_perftest:
-        scripts["data"][ib_pods.SCRIPT_NAME] = ib_pods.SCRIPT
+        scripts["data"][ib_pods.SCRIPT_NAME] = pods.script(ib_pods.SCRIPT_NAME)
     common = [scripts, pods.headless_service()]
     return [
         Manifest(

@@ -16,9 +16,10 @@ from wizard.answers.model import Answers
 from wizard.cli.export_k8s import export
 from wizard.export.k8s_checks import check
 from wizard.export.k8s_groups import ib_groups
-from wizard.export.k8s_ib_pods import SCRIPT, SCRIPT_NAME
+from wizard.export.k8s_ib_pods import SCRIPT_NAME
 from wizard.export.k8s_inputs import gather
 from wizard.export.k8s_objects import nic_cluster_policy
+from wizard.export.k8s_pods import script
 from wizard.export.k8s_write import build, helm_values
 
 V100 = {"resourceName": "rdma_v100", "rdmaHcaMax": 63}
@@ -206,7 +207,7 @@ def test_infiniband_script_runs_perftest_by_lid_with_the_service_level(tmp_path)
     bin_dir.mkdir()
     (bin_dir / "ib_write_bw").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path}/calls\n')
     (bin_dir / "ib_write_bw").chmod(0o755)
-    (tmp_path / SCRIPT_NAME).write_text(SCRIPT)
+    (tmp_path / SCRIPT_NAME).write_text(script(SCRIPT_NAME))
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "IB_SL": "3"}
     run = subprocess.run(
         ["sh", str(tmp_path / SCRIPT_NAME), "client", "server-v100.rdma-test", "mlx5_0:1:18515", "mlx5_1:1:18516"],
