@@ -18,6 +18,8 @@ PORT_COLUMNS = ("netdev", "rdma", "state", "speed", "mtu", "switch/port", "v2 GI
 def port_cells(port: NicPort) -> dict[str, str]:
     """The table's values for one port, as text."""
     speed = f"{port.speed_mbps // 1000}G" if port.speed_mbps else "?"
+    if port.ib is not None and port.ib.rate_gbps:  # InfiniBand: the trained rate and width (a 1X port shows it)
+        speed = f"{port.ib.rate_gbps:g}G {port.ib.width or '?'}X"
     gid = port.roce_v2_ipv4_gid
     return {
         "netdev": port.netdev or "-",
@@ -26,7 +28,7 @@ def port_cells(port: NicPort) -> dict[str, str]:
         "fw": port.firmware or "?",
         "speed": speed,
         "mtu": str(port.mtu or "?"),
-        "switch/port": port.lldp.switch_port if port.lldp else "-",  # LLDP neighbour (lldpd), steps/discovery/lldp.py
+        "switch/port": _switch_port(port),
         "state": (port.rdma_state or ("up" if port.link_detected else "down")).lower(),
         "v2 GID": "-" if gid is None else str(gid),
         "numa": "-" if port.numa_node is None else str(port.numa_node),
@@ -194,3 +196,12 @@ class FactsIndex:
 
     def rail_peers(self, index: int) -> int:
         return sum(1 for s in self.summaries.values() if index < len(s.ports))
+
+
+def _switch_port(port: NicPort) -> str:
+    """The switch port a port is cabled to: LLDP's on Ethernet (steps/discovery/lldp.py), iblinkinfo's on IB."""
+    if port.lldp:
+        return port.lldp.switch_port
+    if port.ib is not None and port.ib.switch:
+        return f"{port.ib.switch} {port.ib.switch_port}"
+    return "-"
