@@ -53,12 +53,12 @@ class Network(Step):
         return facts.model_dump(mode="json")
 
     def predict(self, view: ClusterView, host: str, plan: HostPlan) -> Prediction | None:
-        loaded = _load(view, host)
+        loaded = load_design(view, host)
         return None if isinstance(loaded, str) else network_predict.predict(view, host, plan, loaded[2])
 
     def plan(self, view: ClusterView, host: str) -> HostPlan:
         plan = HostPlan(stage=self.id, host=host)
-        loaded = _load(view, host)
+        loaded = load_design(view, host)
         if isinstance(loaded, str):
             plan.blockers.append(loaded)
             return plan
@@ -129,19 +129,19 @@ class Network(Step):
         if not plan.changes:
             plan.noop_reason = (
                 f"{NETPLAN_PATH} is current and applied: {_summary(d)} with MTU {mtu} and their addresses"
-                + ("; multi-NIC sysctls in place" if _sysctls_wanted(view, d) else "")
+                + ("; multi-NIC sysctls in place" if sysctls_wanted(view, d) else "")
             )
         return plan
 
     def checks(self, view: ClusterView, host: str) -> list[CheckItem]:
-        loaded = _load(view, host)
+        loaded = load_design(view, host)
         if isinstance(loaded, str):
             return [CheckItem(id="facts", title="network facts", status="fail", evidence=loaded)]
         disc, net, d = loaded
         if d.blockers:
             return [CheckItem(id="design", title="network design", status="fail", evidence="; ".join(d.blockers))]
         mtu = view.answers.network.mtu
-        sysctl = sysctl_conf(d.sysctl_netdevs) if _sysctls_wanted(view, d) else None
+        sysctl = sysctl_conf(d.sysctl_netdevs) if sysctls_wanted(view, d) else None
         netplan = netplan_yaml(d, mtu, _renderer(disc, net, d)[0])
         return host_checks(d, net, mtu, netplan, sysctl) + [wait_online_check(d, net, NETPLAN_PATH)]
 
@@ -161,7 +161,7 @@ class Network(Step):
         designs: dict[str, Design] = {}
         nets: dict[str, NetworkFacts] = {}
         for host in order:
-            loaded = _load(view, host)
+            loaded = load_design(view, host)
             if not isinstance(loaded, str) and not loaded[2].blockers:
                 nets[host], designs[host] = loaded[1], loaded[2]
         keys = {h: {e.key for e in d.endpoints} for h, d in designs.items()}
@@ -187,7 +187,9 @@ class Network(Step):
         return dict(await asyncio.gather(*(one(h) for h in tested)))
 
 
-def _load(view: ClusterView, host: str) -> tuple[DiscoveryFacts, NetworkFacts, Design] | str:
+def load_design(view: ClusterView, host: str) -> tuple[DiscoveryFacts, NetworkFacts, Design] | str:
+    """A host's saved discovery and network facts and the rail design made from them, or why there is none.
+    Public: the Ansible export's asserts (wizard/export/ansible_verify.py) check the same design the stage applies."""
     raw_disc = view.stage_facts(host, "discovery")
     raw_net = view.stage_facts(host, "network")
     if raw_disc is None:
@@ -212,7 +214,7 @@ def _clusters(view: ClusterView) -> list[Cluster]:
     nets: dict[str, NetworkFacts] = {}
     groups: dict[str, dict[str, Any]] = {}
     for host in order:
-        loaded = _load(view, host)
+        loaded = load_design(view, host)
         if isinstance(loaded, str):
             continue
         nets[host], designs[host] = loaded[1], loaded[2]
@@ -234,12 +236,13 @@ def _summary(d: Design) -> str:
     return ", ".join(f"{e.label} {e.netdev} {e.address}" for e in d.endpoints)
 
 
-def _sysctls_wanted(view: ClusterView, d: Design) -> bool:
+def sysctls_wanted(view: ClusterView, d: Design) -> bool:
+    """Whether the multi-NIC ARP/rp_filter sysctls belong to this design (asked and more than one rail port)."""
     return view.answers.network.multi_nic_sysctls and len(d.endpoints) >= 2
 
 
 def _sysctl_changes(view: ClusterView, d: Design, net: NetworkFacts) -> list[Change]:
-    if not _sysctls_wanted(view, d):
+    if not sysctls_wanted(view, d):
         return []
     content = sysctl_conf(d.sysctl_netdevs)
     apply = RemoteCommand(argv=["sysctl", "-p", SYSCTL_PATH])

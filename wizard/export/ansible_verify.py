@@ -34,11 +34,11 @@ def host_vars(view: ClusterView, host: str) -> dict[str, Any]:
 
 def _network(view: ClusterView, host: str) -> dict[str, Any] | None:
     from steps.network.render import wanted_sysctls
-    from steps.network.stage import _load, _sysctls_wanted
+    from steps.network.stage import load_design, sysctls_wanted
 
     if view.stage_facts(host, "network") is None:
         return None
-    loaded = _load(view, host)
+    loaded = load_design(view, host)
     if isinstance(loaded, str) or loaded[2].blockers:
         return None
     d = loaded[2]
@@ -52,7 +52,7 @@ def _network(view: ClusterView, host: str) -> dict[str, Any] | None:
             policy = e.bond.transmit_hash_policy if e.bond.mode in ("802.3ad", "balance-xor", "balance-tlb") else None
             # iproute2's names, which `ip -d` prints in the bond's linkinfo (kernel bond_mode_tbl)
             bonds.append({"name": e.netdev, "mode": e.bond.mode, "transmit_hash_policy": policy})
-    sysctls = wanted_sysctls(d.sysctl_netdevs) if _sysctls_wanted(view, d) else {}
+    sysctls = wanted_sysctls(d.sysctl_netdevs) if sysctls_wanted(view, d) else {}
     return {
         "mtu": mtu,
         "interfaces": interfaces,
