@@ -13,11 +13,19 @@ EXPORTS = {  # kind -> module under wizard.cli with main(argv) taking the argume
 }
 
 
+DESCRIPTION = "Write the design the wizard verified as input for another engine; each kind has its own --help:"
+
+
+def usage() -> str:
+    """The usage line (export has no parser of its own; wizard/cli/reference.py shows the same)."""
+    return f"usage: roce-wizard export {{{','.join(sorted(EXPORTS))}}} [--help] ..."
+
+
 def main(argv: list[str]) -> int:
     kinds = ",".join(sorted(EXPORTS))
     if argv[:1] in (["-h"], ["--help"]):
-        print(f"usage: roce-wizard export {{{kinds}}} [--help] ...\n")
-        print("Write the design the wizard verified as input for another engine; each kind has its own --help:")
+        print(usage() + "\n")
+        print(DESCRIPTION)
         print("; ".join(f"roce-wizard export {k} --help" for k in sorted(EXPORTS)))
         return EXIT_OK
     if not argv or argv[0] not in EXPORTS:

@@ -26,7 +26,9 @@ def parser() -> argparse.ArgumentParser:
     add_target_options(p)
     add_stage_options(p, only="comma-separated stages (discovery always runs: its facts go into host_vars)",
                       from_stage=False)  # fmt: skip
-    p.add_argument("-o", "--out", type=path_arg, required=True, help="directory to write the project into")
+    p.add_argument(
+        "-o", "--out", type=path_arg, required=True, metavar="DIR", help="directory to write the project into"
+    )
     return p
 
 

@@ -17,7 +17,9 @@ def parser() -> argparse.ArgumentParser:
     """The command's options (also read by tests/engine/test_cli_options.py)."""
     p = command_parser("export k8s", "Write NVIDIA Network Operator resources and RDMA test pods for the rails.")
     add_target_options(p, state_dir="use the facts saved here (discovery and network stages)")
-    p.add_argument("-o", "--out", type=path_arg, required=True, help="directory to write the manifests to")
+    p.add_argument(
+        "-o", "--out", type=path_arg, required=True, metavar="DIR", help="directory to write the manifests to"
+    )
     p.add_argument(
         "--driver-container",
         action="store_true",

@@ -19,7 +19,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("file", type=path_arg, help="inventory file or ssh_config")
     p.add_argument("--group", default="all", help="only this group (and its children); default all")
     p.add_argument("--format", dest="fmt", choices=["ini", "yaml", "ssh_config"], help="default: detected")
-    p.add_argument("-o", "--output", type=path_arg, help="answers file to write; default standard output")
+    p.add_argument(
+        "-o", "--output", type=path_arg, metavar="FILE", help="answers file to write; default standard output"
+    )
     p.add_argument("--force", action="store_true", help="overwrite the output file if it exists")
     return p
 

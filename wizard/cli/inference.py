@@ -18,6 +18,8 @@ def parser() -> argparse.ArgumentParser:
         "restart",
         help="restart the replicas one at a time (Ray, then the engine), waiting for each to answer /health; the"
         " entry point keeps serving from the others",
+        description="Restart the serving replicas one at a time (Ray head, workers, engine), each back in the entry "
+        "point's rotation before the next goes down, and never the last healthy one without --force.",
     )
     add_target_options(restart, demo="the SIMULATED cluster on 127.0.0.1 (run the demo first: it deploys them)")
     restart.add_argument("--replica", type=int, metavar="N", help="only replica N (1-based, as the plan numbers them)")

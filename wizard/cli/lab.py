@@ -22,8 +22,13 @@ def parser() -> argparse.ArgumentParser:
     """The command's options (also read by tests/engine/test_cli_options.py)."""
     p = command_parser("lab", "The simulated cluster.")
     sub = p.add_subparsers(dest="action", required=True)
-    serve = sub.add_parser("serve", help="serve SIMULATED hosts over SSH on 127.0.0.1 until interrupted")
-    serve.add_argument("--hosts", type=int, default=2, help="number of hosts (2 = the reference pair)")
+    serve = sub.add_parser(
+        "serve",
+        help="serve SIMULATED hosts over SSH on 127.0.0.1 until interrupted",
+        description="Serve SIMULATED hosts over SSH on 127.0.0.1 until interrupted, each on its own port, for any "
+        "SSH client (--write-answers gives the wizard, or another tool, what it needs to reach them).",
+    )
+    serve.add_argument("--hosts", type=int, default=2, metavar="N", help="number of hosts (2 = the reference pair)")
     serve.add_argument("--port", type=int, default=0, help="first port (host i listens on PORT+i); 0 = any free")
     from wizard.lab.faults import FAULT_HELP
 
@@ -31,7 +36,10 @@ def parser() -> argparse.ArgumentParser:
         "--fault", action="append", default=[], metavar="HOST:KIND[=ARG]", help="; ".join(FAULT_HELP.values())
     )
     serve.add_argument(
-        "--write-answers", type=path_arg, help="write an answers file (plus key and known_hosts) for them"
+        "--write-answers",
+        type=path_arg,
+        metavar="FILE",
+        help="write an answers file (plus key and known_hosts) for them",
     )
     serve.add_argument(
         "--profile",
@@ -50,6 +58,9 @@ def parser() -> argparse.ArgumentParser:
         "switch-apply",
         help="load switch-config's files into the SIMULATED switches of a demo state, as each switch's NOS loads "
         "them (bash of nv commands, config load, a configuration session); kept for the next --demo run",
+        description="Load switch-config's files into the SIMULATED switches of a demo state directory, as each "
+        "switch's NOS loads them (bash of nv commands, config load, a configuration session); the switches keep "
+        "them for the next --demo run. Exit 1 when a NOS rejected anything (its own message is printed).",
     )
     add_target_options(apply)
     apply.add_argument("files", nargs="+", type=path_arg, help="<switch>.<ext> files (switch-config --out DIR/...)")

@@ -23,7 +23,9 @@ def parser() -> argparse.ArgumentParser:
     """The command's options (also read by tests/engine/test_cli_options.py)."""
     p = command_parser("plan", "Read facts only, change nothing, and print the ordered changes per host.")
     add_target_options(p)
-    p.add_argument("--out", type=path_arg, help="write DIR/<host>/files/<path> and DIR/<host>/commands.sh")
+    p.add_argument(
+        "--out", type=path_arg, metavar="DIR", help="write DIR/<host>/files/<path> and DIR/<host>/commands.sh"
+    )
     add_stage_options(p)
     add_json_option(p, "print the plans as one JSON document on stdout")
     return p

@@ -32,11 +32,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--port-map",
         type=path_arg,
+        metavar="DIR",
         help="(sonic) folder of <switch>.txt (`show interfaces alias`) or <switch>.json (/etc/sonic/config_db.json) "
         "files: SONiC's LLDP port ID is the port's alias, CONFIG_DB needs its name. With --demo the simulated "
         "switches answer",
     )
-    p.add_argument("--out", type=path_arg, default="switch-config", help="output folder (default ./switch-config)")
+    p.add_argument(
+        "--out", type=path_arg, default="switch-config", metavar="DIR", help="output folder (default ./switch-config)"
+    )
     p.add_argument(
         "--saved",
         action="store_true",
