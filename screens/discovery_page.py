@@ -11,7 +11,7 @@ from textual.widgets import Button, DataTable, Label, Static
 
 from screens.facts_index import PORT_COLUMNS, host_cells, majority, platform_cell, port_cells  # noqa: F401
 from screens.filter_bar import FilterBar
-from screens.fleet import Entry, filtered_rows, leaf_count, stage_progress_line
+from screens.fleet import Entry, filtered_rows, leaf_count, problems_label, stage_progress_line
 from screens.progress import STATUS_MARK
 from screens.vtable import VirtualTable, update_if_changed
 
@@ -73,7 +73,7 @@ class DiscoveryPage(Vertical):
             titles = " ".join(c["title"] for c in problems)
             ports = f"{len(summary.ports) - summary.ports_down}/{len(summary.ports)} up" if summary else "·"
             if problems:
-                words = Text(f"{len(problems)}: {problems[0]['title']}", style="bold red" if failed else "yellow")
+                words = Text(problems_label(problems), style="bold red" if failed else "yellow")
             else:
                 words = Text(cell.reason if cell.status == "failed" else "", style="bold red")
             status = Text(f"{STATUS_MARK.get(cell.status, '?')} {cell.status}", style="bold red" if failed else "")

@@ -1,11 +1,12 @@
-"""Discovery facts of many hosts, summarised once per facts file: the cells the discovery page shows, the rail-0
-leaf switch and the text a filter searches. Only the shown host's full facts stay in memory (1,000 hosts' parsed
-facts would take hundreds of MiB)."""
+"""Discovery facts of many hosts, summarised once per facts file: the cells the discovery page shows, the leaf
+switch of each rail (and the phrase pages group hosts by) and the text a filter searches. Only the shown host's
+full facts stay in memory (1,000 hosts' parsed facts would take hundreds of MiB)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,23 +77,42 @@ def majority(values: list[str]) -> str | None:
     return Counter(values).most_common(1)[0][0] if values else None
 
 
-def rail0_leaf(facts: DiscoveryFacts) -> str | None:
-    """The switch LLDP sees on the host's first RDMA port (rail 0, PCI order): the host's leaf."""
-    ports = facts.rdma_ports()
-    if ports and ports[0].lldp is not None:
-        return ports[0].lldp.chassis_name or ports[0].lldp.chassis_id
-    return None
+def rail_leaves(facts: DiscoveryFacts) -> tuple[str | None, ...]:
+    """Per RDMA port in PCI (rail) order, the switch it is cabled to: LLDP's chassis name on Ethernet, iblinkinfo's
+    switch on InfiniBand; None where neither is known."""
+    leaves: list[str | None] = []
+    for port in facts.rdma_ports():
+        if port.lldp is not None:
+            leaves.append(port.lldp.chassis_name or port.lldp.chassis_id or None)
+        elif port.ib is not None and port.ib.switch:
+            leaves.append(port.ib.switch)
+        else:
+            leaves.append(None)
+    return tuple(leaves)
 
 
 @dataclass(slots=True)
 class HostSummary:
     """What the pages need of one host's discovery facts."""
 
-    leaf: str | None
+    leaves: tuple[str | None, ...]
+    """The switch each rail reaches, in PCI order (None: not known)."""
     cells: dict[str, str]
     ports: list[dict[str, str]]
     search: str
     """Lower-cased: port names, RDMA devices, switch names and ports (host name and checks are added by pages)."""
+    leaf_group: str | None = None
+    """``leaf_group(leaves)``, computed once: the leaf column's text and the key hosts are grouped by."""
+
+    @property
+    def leaf(self) -> str | None:
+        """The host's leaves across rails in one short phrase ("leaf-r0..r7"), None when no rail's is known."""
+        return self.leaf_group
+
+    @property
+    def leaf_names(self) -> str:
+        """Every distinct leaf name, lower-cased and space-separated, for filters ("/leaf-r3" finds the host)."""
+        return " ".join(dict.fromkeys(name.lower() for name in self.leaves if name))
 
     @property
     def ports_down(self) -> int:
@@ -101,8 +121,10 @@ class HostSummary:
 
 def summarise(facts: DiscoveryFacts) -> HostSummary:
     ports = [port_cells(p) for p in facts.rdma_ports()]
+    leaves = rail_leaves(facts)
     words = [f"{p['netdev']} {p['rdma']} {p['switch/port']}" for p in ports]
-    return HostSummary(rail0_leaf(facts), host_cells(facts), ports, " ".join(words).lower())
+    words += [name for name in dict.fromkeys(leaves) if name]  # IB switch names, LLDP chassis ids
+    return HostSummary(leaves, host_cells(facts), ports, " ".join(words).lower(), leaf_group(leaves))
 
 
 class FactsIndex:
@@ -205,3 +227,88 @@ def _switch_port(port: NicPort) -> str:
     if port.ib is not None and port.ib.switch:
         return f"{port.ib.switch} {port.ib.switch_port}"
     return "-"
+
+
+_DIGITS = re.compile(r"\d+")
+_TRAILING_LETTERS = re.compile(r"[A-Za-z]*$")
+ODD_RAILS_SHOWN = 2
+"""Rails off the host's leaf pattern that the leaf column names before it says how many more there are."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Pattern:
+    """How a host's rails name their leaves: one switch for every rail (``width`` None), or a switch per rail whose
+    number follows the rail index (``leaf-r0`` on rail 0, ``leaf-r1`` on rail 1: prefix, rail + offset, suffix)."""
+
+    prefix: str
+    offset: int = 0
+    suffix: str = ""
+    width: int | None = None
+
+    def name(self, rail: int) -> str:
+        if self.width is None:
+            return self.prefix
+        return f"{self.prefix}{rail + self.offset:0{self.width}d}{self.suffix}"
+
+    def span(self, first: int, last: int) -> str:
+        """'leaf-r0..r7': the first rail's name, then the last one's from the prefix's trailing letters on."""
+        if self.width is None or first == last:
+            return self.name(first)
+        letters = _TRAILING_LETTERS.search(self.prefix)
+        tail = letters.group(0) if letters else ""
+        return f"{self.name(first)}..{tail}{rail_number(last + self.offset, self.width)}{self.suffix}"
+
+
+def rail_number(number: int, width: int) -> str:
+    return f"{number:0{width}d}"
+
+
+def _patterns(rail: int, name: str) -> list[_Pattern]:
+    """Every pattern ``name`` on ``rail`` fits: the name itself, and per run of digits in it, an indexed one."""
+    found = [_Pattern(name)]
+    for match in _DIGITS.finditer(name):
+        digits = match.group(0)
+        width = len(digits) if digits.startswith("0") and len(digits) > 1 else 1  # leaf-r07 keeps its zero
+        found.append(_Pattern(name[: match.start()], int(digits) - rail, name[match.end() :], width))
+    return found
+
+
+def leaf_group(leaves: tuple[str | None, ...]) -> str | None:
+    """A host's leaves across its rails in one phrase, the same for every host cabled alike (pages group by it):
+
+    - a leaf per rail numbered like the rails: ``leaf-r0..r7``; one leaf for every rail: ``leaf-1``;
+    - rails off that pattern named after it: ``leaf-r0..r7, r3: leaf-x9`` (``r5/r6: ?`` where none is known);
+    - no pattern most rails follow: the distinct names, ``leaf-a1, leaf-b7 +6``.
+
+    None when no rail's leaf is known."""
+    known = [(rail, name) for rail, name in enumerate(leaves) if name]
+    if not known:
+        return None
+    counts: dict[_Pattern, int] = {}
+    for rail, name in known:
+        for pattern in _patterns(rail, name):
+            counts[pattern] = counts.get(pattern, 0) + 1
+    # Most rails covered wins; an indexed pattern needs two rails to show it is one, and wins a tie (one leaf name
+    # fits both readings only when a single rail is known, which the count of two rules out).
+    best, covered = max(
+        ((p, n) for p, n in counts.items() if p.width is None or n >= 2),
+        key=lambda item: (item[1], item[0].width is not None),
+    )
+    if covered * 2 <= len(known):
+        names = list(dict.fromkeys(name for _, name in known))
+        more = len(names) - ODD_RAILS_SHOWN
+        return ", ".join(names[:ODD_RAILS_SHOWN]) + (f" +{more}" if more > 0 else "")
+    on = [rail for rail, name in enumerate(leaves) if name == best.name(rail)]
+    odd = [f"r{rail}: {name}" for rail, name in enumerate(leaves) if name and rail not in on]
+    unknown = [rail for rail, name in enumerate(leaves) if not name]
+    if unknown:  # one entry for the rails LLDP did not answer on: 'r1/r5: ?', or '6 rails: ?'
+        odd.append(f"{len(unknown)} rails: ?" if len(unknown) > 3 else "/".join(f"r{r}" for r in unknown) + ": ?")
+    more = len(odd) - ODD_RAILS_SHOWN
+    words = [best.span(on[0], on[-1]), *odd[:ODD_RAILS_SHOWN]]
+    return ", ".join(words) + (f" +{more} more" if more > 0 else "")
+
+
+def leaf_search(index: FactsIndex, host: str) -> str:
+    """Every leaf name of ``host``, lower-cased, for a page's filter text ('' before discovery)."""
+    summary = index.summaries.get(host)
+    return summary.leaf_names if summary else ""

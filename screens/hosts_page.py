@@ -10,6 +10,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
+from screens.facts_index import leaf_search
 from screens.filter_bar import FilterBar
 from screens.fleet import Entry, filtered_rows, host_failed, leaf_count
 from screens.inventory_dialog import AskInventory, InventoryChoice, read_inventory
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from screens.app import WizardApp
 
 FIELDS = ("name", "address", "port", "user", "identity_file")
+EMPTY_HINT = "No hosts yet: add a host below, or import an inventory (i) or an answers file (ctrl+p)."
 
 
 def _yes_no(value: bool | None) -> Text:
@@ -49,6 +51,7 @@ class HostsPage(Vertical):
         )
         yield FilterBar("/ filter: host, address, leaf · f failed · g leaf", id="hosts-filter")
         yield VirtualTable("name", "leaf", "ssh", "reach", "auth", "sudo", "OS", id="hosts-table")
+        yield Static(EMPTY_HINT, id="hosts-empty", classes="hint")
         yield Static("", id="host-problem", classes="field-error hidden")
         yield Label("Add or edit: name · address · port · user · key  (enter saves)", classes="hint form-hint")
         with Horizontal(classes="host-form"):
@@ -67,12 +70,30 @@ class HostsPage(Vertical):
 
     def on_mount(self) -> None:
         self.refresh_view()
+        self.focus_table()
+
+    def on_show(self) -> None:
+        self.focus_table()
+
+    def focus_table(self) -> None:
+        """The page opens with the host list focused, not the form: keys an operator presses on a list of hosts
+        (``/`` to filter, ``h`` to find one, arrows) act on it instead of typing into a host's address."""
+        focused = self.screen.focused if self.is_attached else None
+        if focused is None or focused not in self.query(Input):
+            self.query_one(VirtualTable).focus()
 
     def _entries(self) -> dict[str, Entry]:
         """Per host its row; rebuilt when hosts, connection reports, progress or facts changed, not on a filter key."""
         wizard = self.wizard
         engine, progress, reports = wizard.engine, wizard.progress, wizard.conn_reports
-        source = (id(engine.answers), id(reports), progress.revision, id(progress), wizard.facts_epoch)
+        source = (
+            id(engine.answers),
+            id(reports),
+            wizard.conn_revision,
+            progress.revision,
+            id(progress),
+            wizard.facts_epoch,
+        )
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
         leaf_of = wizard.facts_index().leaf
@@ -94,7 +115,8 @@ class HostsPage(Vertical):
                 _yes_no(report.sudo if report else None),
                 (report.os if report else "") or "",  # last: a narrow terminal cuts it, not the verdicts
             ]
-            entries[host.name] = Entry(row, failed, f"{host.name} {ssh} {leaf}".lower())
+            words = f"{host.name} {ssh} {leaf} {leaf_search(wizard.facts_index(), host.name)}"  # '/leaf-r3' finds it
+            entries[host.name] = Entry(row, failed, words.lower())
         self._cache = (source, entries)
         return entries
 
@@ -118,6 +140,7 @@ class HostsPage(Vertical):
         )
         problem.display = bool(problems)
         self.query_one("#h-key", Input).value = engine.answers.ssh.identity_file or ""
+        self.query_one("#hosts-empty", Static).display = not engine.answers.hosts
         self.drawn += 1
 
     def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Label, Static
 
 from screens.checklist import Checklist
+from screens.facts_index import leaf_search
 from screens.filter_bar import FilterBar
 from screens.fleet import Entry, filtered_rows, leaf_count, stage_counts, stage_progress_line
 from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
@@ -70,7 +71,7 @@ class SummaryPage(Vertical):
         source = (progress.revision, id(progress), wizard.facts_epoch)
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
-        leaf_of = wizard.facts_index().leaf
+        index = wizard.facts_index()
         cells = progress.cells
         entries: dict[str, Entry] = {}
         for host in progress.hosts:
@@ -81,7 +82,8 @@ class SummaryPage(Vertical):
                 status = "waiting" if cell.status == "pending" and cell.reason else cell.status
                 row.append(STATUS_TEXT.get(status) or Text(f"  {status}"))
                 failed = failed or cell.failed
-            entries[host] = Entry(row, failed, f"{host} {leaf_of(host) or ''}".lower())
+            # Every leaf name, not just the group's phrase: '/leaf-r3' finds the hosts cabled to leaf-r3.
+            entries[host] = Entry(row, failed, f"{host} {index.leaf(host) or ''} {leaf_search(index, host)}".lower())
         self._cache = (source, entries)
         return entries
 

@@ -90,12 +90,19 @@ async def test_group_by_leaf_puts_a_header_with_counts_above_each_leafs_hosts(tm
         table = page.query_one("#disc-hosts", VirtualTable)
         headers = sorted(table.group_rows)
         assert len(headers) == HOSTS // 32
-        assert [table.rows[i][0] for i in headers[:2]] == ["▸ leaf-01", "▸ leaf-02"]
+        # The fakes cable rails 1-3 to rail<i>-leaf-NN and rail 0 to leaf-NN: a group says all four rails' leaves.
+        assert [table.rows[i][0] for i in headers[:2]] == [
+            "▸ rail1-leaf-01..rail3-leaf-01, r0: leaf-01",
+            "▸ rail1-leaf-02..rail3-leaf-02, r0: leaf-02",
+        ]
         assert table.rows[headers[0]][1] == "32 hosts, 1 failed"  # gpu-0008
         assert table.keys[headers[0]] is None and table.keys[headers[0] + 1] == "gpu-0001"
         await pilot.press("f")
         await pilot.pause()
-        assert [table.rows[i][0] for i in sorted(table.group_rows)] == ["▸ leaf-01", "▸ leaf-04"]
+        assert [table.rows[i][0] for i in sorted(table.group_rows)] == [
+            "▸ rail1-leaf-01..rail3-leaf-01, r0: leaf-01",
+            "▸ rail1-leaf-04..rail3-leaf-04, r0: leaf-04",
+        ]
         assert [k for k in table.keys if k] == ["gpu-0008", "gpu-0101"]
 
 

@@ -105,3 +105,49 @@ def test_the_scale_benchmark_quick_mode_completes_and_reports_latency_and_memory
     pages = {line.split()[0] for line in lines[2:-1]}
     assert {"hosts", "discovery", "network", "summary"} <= pages
     assert "peak RSS" in lines[-1] and "network: 39/64 done, 1 failed, 24 running" in lines[-1]
+
+
+def test_a_leaf_per_rail_numbered_like_the_rails_reads_as_one_span() -> None:
+    from screens.facts_index import leaf_group
+
+    assert leaf_group(tuple(f"leaf-r{rail}" for rail in range(8))) == "leaf-r0..r7"
+    assert leaf_group(tuple(f"pod2-leaf-r{rail:02d}" for rail in range(8))) == "pod2-leaf-r00..r07"  # pod kept
+    assert leaf_group(("ib-sw-1", "ib-sw-2")) == "ib-sw-1..2"  # numbered from 1 on rail 0
+    assert leaf_group(("leaf-1",) * 8) == "leaf-1"  # every rail on one switch
+
+
+def test_a_rail_off_the_pattern_is_named_with_its_leaf_and_unknown_rails_with_a_question_mark() -> None:
+    from screens.facts_index import leaf_group
+
+    wrong = tuple("leaf-r4" if rail == 3 else f"leaf-r{rail}" for rail in range(8))  # lab's wrong_leaf on rail 3
+    assert leaf_group(wrong) == "leaf-r0..r7, r3: leaf-r4"
+    assert leaf_group(tuple("leaf-x9" if rail == 7 else f"leaf-r{rail}" for rail in range(8))) == (
+        "leaf-r0..r6, r7: leaf-x9"
+    )
+    assert leaf_group(("leaf-r0", None, "leaf-r2", None)) == "leaf-r0..r2, r1/r3: ?"
+    assert leaf_group(("leaf-r0", *[None] * 7)) == "leaf-r0, 7 rails: ?"
+    assert leaf_group((None, None)) is None
+    odd = ("leaf-r0", "leaf-r1", "x", "y", "z", "leaf-r5", "leaf-r6", "leaf-r7")
+    assert leaf_group(odd) == "leaf-r0..r7, r2: x, r3: y +1 more"
+
+
+def test_leaves_that_follow_no_pattern_are_listed_distinct_and_cut_after_two() -> None:
+    from screens.facts_index import leaf_group
+
+    assert leaf_group(("leaf-a1", "leaf-b7", "c", "d", "e", "f", "g", "h")) == "leaf-a1, leaf-b7 +6"
+    assert leaf_group(("spine", "leaf-b7")) == "spine, leaf-b7"
+
+
+def test_a_host_problem_cell_reads_as_words_with_the_first_failure_first() -> None:
+    from screens.fleet import problems_label
+
+    checks = [
+        {"title": "link speed", "status": "warn"},
+        {"title": "rail 0 cabling (LLDP)", "status": "fail"},
+        {"title": "GPU count", "status": "pass"},
+        {"title": "MTU", "status": "fail"},
+        {"title": "firmware", "status": "warn"},
+    ]
+    assert problems_label(checks) == "rail 0 cabling (LLDP) +3 more"
+    assert problems_label([checks[0]]) == "link speed"
+    assert problems_label([checks[2]]) == ""
