@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from screens.app import WizardApp
 
 FIELDS = ("name", "address", "port", "user", "identity_file")
-EMPTY_HINT = "No hosts yet: add a host below, or import an inventory (i) or an answers file (ctrl+p)."
 
 
 def _yes_no(value: bool | None) -> Text:
@@ -51,7 +50,6 @@ class HostsPage(Vertical):
         )
         yield FilterBar("/ filter: host, address, leaf · f failed · g leaf", id="hosts-filter")
         yield VirtualTable("name", "leaf", "ssh", "reach", "auth", "sudo", "OS", id="hosts-table")
-        yield Static(EMPTY_HINT, id="hosts-empty", classes="hint")
         yield Static("", id="host-problem", classes="field-error hidden")
         yield Label("Add or edit: name · address · port · user · key  (enter saves)", classes="hint form-hint")
         with Horizontal(classes="host-form"):
@@ -70,30 +68,12 @@ class HostsPage(Vertical):
 
     def on_mount(self) -> None:
         self.refresh_view()
-        self.focus_table()
-
-    def on_show(self) -> None:
-        self.focus_table()
-
-    def focus_table(self) -> None:
-        """The page opens with the host list focused, not the form: keys an operator presses on a list of hosts
-        (``/`` to filter, ``h`` to find one, arrows) act on it instead of typing into a host's address."""
-        focused = self.screen.focused if self.is_attached else None
-        if focused is None or focused not in self.query(Input):
-            self.query_one(VirtualTable).focus()
 
     def _entries(self) -> dict[str, Entry]:
         """Per host its row; rebuilt when hosts, connection reports, progress or facts changed, not on a filter key."""
         wizard = self.wizard
         engine, progress, reports = wizard.engine, wizard.progress, wizard.conn_reports
-        source = (
-            id(engine.answers),
-            id(reports),
-            wizard.conn_revision,
-            progress.revision,
-            id(progress),
-            wizard.facts_epoch,
-        )
+        source = (id(engine.answers), id(reports), progress.revision, id(progress), wizard.facts_epoch)
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
         leaf_of = wizard.facts_index().leaf
@@ -140,7 +120,6 @@ class HostsPage(Vertical):
         )
         problem.display = bool(problems)
         self.query_one("#h-key", Input).value = engine.answers.ssh.identity_file or ""
-        self.query_one("#hosts-empty", Static).display = not engine.answers.hosts
         self.drawn += 1
 
     def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:
