@@ -68,6 +68,17 @@ def test_every_command_answers_help(name: str, capsys: pytest.CaptureFixture[str
     assert "usage: roce-wizard" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("argv", [["lab", "serve"], ["lab", "switch-apply"], ["inference", "restart"]])
+def test_a_nested_command_answers_help_with_what_it_does(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--help"])
+    assert exc.value.code == 0
+    usage, _, rest = capsys.readouterr().out.partition("\n\n")
+    assert usage.startswith(f"usage: roce-wizard {' '.join(argv)} ")
+    first = rest.split("\n\n")[0]
+    assert first.strip() and not first.startswith(("options:", "positional arguments:")), "no description"
+
+
 def test_the_top_level_help_lists_each_subcommand_with_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["--help"])
