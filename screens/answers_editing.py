@@ -62,6 +62,7 @@ class AnswersEditing(_Base):
             self.notify(problem, severity="error", timeout=10)
             return
         self.conn_reports = {}
+        self._show_busy()  # the header names the cluster: a first host names a new one
         self.progress.set_hosts(self.engine.host_names)
         if self.main is not None:
             self.main.set_hosts(self.engine.host_names)
@@ -77,6 +78,7 @@ class AnswersEditing(_Base):
                 self.notify("\n".join(exc.problems[:5]), title=f"cannot import {path}", severity="error", timeout=15)
                 return
             self.conn_reports = {}
+            self._show_busy()
             self._load_saved()
             self.notify(f"imported {path}")
             self.open_main()

@@ -16,7 +16,7 @@ from textual.worker import Worker, WorkerState
 
 from screens.answers_editing import AnswersEditing
 from screens.dialogs import AskSecret, ConfirmPlan, ConfirmRollback, FullLog, HelpPanel, Question
-from screens.engine_link import EngineLink
+from screens.engine_link import NO_HOSTS, EngineLink
 from screens.facts_index import FactsIndex
 from screens.help_text import help_markdown
 from screens.log_buffer import LogBuffers
@@ -25,6 +25,7 @@ from screens.palette import WizardCommands
 from screens.progress import Progress
 from screens.start import StartScreen
 from wizard.answers import sections as answer_sections
+from wizard.answers.model import Answers
 from wizard.engine.apply import guard_for
 from wizard.engine.conn_test import ConnectionReport, check_hosts
 from wizard.engine.events import Event
@@ -230,6 +231,9 @@ class WizardApp(AnswersEditing, App[int]):
 
     # -- actions on hosts ---------------------------------------------------------------------------------
     def start_action(self, action: str, stage: str | None) -> None:
+        if not self.engine.host_names:  # an empty bring-up: nothing to run on yet
+            self.notify(NO_HOSTS, severity="warning")
+            return
         if self.busy:
             self.notify(f"busy: {self.busy} is still running", severity="warning")
             return
@@ -342,7 +346,7 @@ class WizardApp(AnswersEditing, App[int]):
 
     def _show_busy(self) -> None:
         """What runs now, in the header, visible from every page and dialog."""
-        cluster = self.engine.answers.cluster.name
+        cluster = self.engine.cluster_label
         base = f"SIMULATED CLUSTER · {cluster}" if self.engine.demo else cluster
         self.sub_title = base + (f" · running: {self.busy}" if self.busy else "")
 
@@ -442,9 +446,10 @@ def run_app(
     faults: list[str] | None = None,
     reset: bool = False,
     profile: str | None = None,
+    answers: Answers | None = None,
 ) -> int:
-    """Open the wizard (cli.py calls this when there is a terminal and no --answers)."""
-    engine = EngineLink(state_dir, demo=demo, faults=faults, reset=reset, profile=profile)
+    """Open the wizard (wizard/cli/run.py on a terminal without --answers; wizard/cli/tui.py with ``answers``)."""
+    engine = EngineLink(state_dir, demo=demo, faults=faults, reset=reset, profile=profile, answers=answers)
     _log_asyncio_to(engine.store.logs_dir / "wizard-ui.log")
     app = WizardApp(engine)
     app.run()

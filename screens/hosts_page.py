@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from screens.app import WizardApp
 
 FIELDS = ("name", "address", "port", "user", "identity_file")
+EMPTY_HINT = "No hosts yet: add a host below, or import an inventory (i) or an answers file (ctrl+p)."
 
 
 def _yes_no(value: bool | None) -> Text:
@@ -50,6 +51,7 @@ class HostsPage(Vertical):
         )
         yield FilterBar("/ filter: host, address, leaf · f failed · g leaf", id="hosts-filter")
         yield VirtualTable("name", "leaf", "ssh", "reach", "auth", "sudo", "OS", id="hosts-table")
+        yield Static(EMPTY_HINT, id="hosts-empty", classes="hint")
         yield Static("", id="host-problem", classes="field-error hidden")
         yield Label("Add or edit: name · address · port · user · key  (enter saves)", classes="hint form-hint")
         with Horizontal(classes="host-form"):
@@ -120,6 +122,7 @@ class HostsPage(Vertical):
         )
         problem.display = bool(problems)
         self.query_one("#h-key", Input).value = engine.answers.ssh.identity_file or ""
+        self.query_one("#hosts-empty", Static).display = not engine.answers.hosts
         self.drawn += 1
 
     def on_filter_bar_changed(self, event: FilterBar.Changed) -> None:

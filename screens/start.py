@@ -14,15 +14,22 @@ from textual.widgets import Button, DataTable, Footer, Header, Label, Static
 from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
 from screens.summary_page import STATUS_STYLE
 from wizard.engine.interactive import resume_point, saved_progress
+from wizard.paths import default_state_root
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
+    from screens.engine_link import EngineLink
 
 INTRO = (
     "roce-wizard takes GPU servers with ConnectX NICs to a verified RDMA fabric, RoCE v2 or InfiniBand: discovery, "
     "driver stack, per-port rails, lossless QoS (RoCE), GPUDirect RDMA, NCCL and an inference service. Every stage "
     "shows its plan "
     "before it changes anything, asks before disruptive steps, and proves the result with checks."
+)
+
+NEW_CLUSTER = (
+    "A new cluster, no hosts yet: start, then add hosts on the Hosts page or import an inventory or an answers file "
+    "(ctrl+p)."
 )
 
 
@@ -50,7 +57,7 @@ class StartScreen(Screen[str]):
                 )
             if not self.has_progress():
                 yield Static(INTRO, classes="intro")
-            yield Static(f"State directory: {engine.state_dir}", classes="hint", markup=False)
+            yield Static(state_line(engine), classes="hint", markup=False)
             if self.has_progress():
                 yield Label("Saved progress", classes="page-title")
                 table: DataTable[Any] = DataTable(cursor_type="none", id="resume-table")
@@ -61,7 +68,7 @@ class StartScreen(Screen[str]):
                     yield Button("Resume (r)", id="resume", variant="primary", compact=True)
                     yield Button("New bring-up (n)", id="new", compact=True)
             else:
-                yield Static("No saved progress here yet.", classes="dim")
+                yield Static("No saved progress here yet." if engine.host_names else NEW_CLUSTER, classes="dim")
                 with Horizontal(classes="actions"):
                     yield Button("Start (n)", id="new", variant="primary", compact=True)
         yield Footer()
@@ -106,3 +113,10 @@ class StartScreen(Screen[str]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.action_choose(event.button.id or "new")
+
+
+def state_line(engine: EngineLink) -> str:
+    """Where progress will be kept; an empty bring-up's directory is named after the cluster, which has no name yet."""
+    if engine.state_dir_pending:
+        return f"State directory: {default_state_root()}/<cluster>, named after the first host (or use --state-dir)"
+    return f"State directory: {engine.state_dir}"

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 # name -> (module under wizard.cli that has main(argv), what `roce-wizard --help` says of it)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "tui": ("tui", "the terminal wizard opened on an answers file (--answers FILE)"),
     "check": ("check", "test SSH, key and sudo on every host; read-only"),
     "plan": ("plan", "the ordered changes per host, reading only (or as scripts)"),
     "status": ("status", "saved progress per stage and host"),

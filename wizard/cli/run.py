@@ -28,12 +28,12 @@ def parser() -> argparse.ArgumentParser:
     p = CommandParser(
         prog="roce-wizard",
         description="From bare GPU servers to a verified RoCE fabric. Without --answers (and without --demo) "
-        "it opens the terminal wizard.",
+        "it opens the terminal wizard; roce-wizard tui --answers FILE opens the wizard on an answers file.",
         epilog="other commands (each has --help):\n"
         + "\n".join(f"  {name:<{width}}  {summary}" for name, (_, summary) in SUBCOMMANDS.items()),
         formatter_class=ListingFormatter,
     )
-    add_target_options(p, answers="answers file; runs every stage headless")
+    add_target_options(p, answers="answers file; runs every stage headless (tui --answers FILE opens it in the wizard)")
     add_stage_options(p, only="comma-separated stages to run (" + ",".join(STAGE_IDS) + ")")
     p.add_argument("--yes", action="store_true", help="allow changes marked disruptive or reboot")
     add_json_option(p, "one JSON event per line on stdout; progress on stderr")
