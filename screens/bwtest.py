@@ -1,4 +1,5 @@
-"""Live bandwidth test page: the all-pairs heat map per rail, sweep charts with axes, incast rounds and results."""
+"""Live bandwidth test page: overall progress and ETA, the all-pairs heat map per rail, every pair's sweep charts
+with their pass line, incast rounds and results. Shown with the app's header and sidebar, like the other pages."""
 
 from __future__ import annotations
 
@@ -6,52 +7,81 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from rich.markup import escape
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import VerticalScroll
+from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Header, Label, Static, TabbedContent, TabPane
 
+from screens.bw_progress import BwProgress
 from screens.heatmap import HeatMap, grid
 from screens.incast_view import IncastView
-from screens.sweepchart import SweepChart, size_label
+from screens.sidebar import Sidebar
+from screens.sweeps_view import SweepsView
 from wizard.validate.model import PASS_RATIO, RailResult, Report
 
 EventFn = Callable[[str, dict[str, Any]], None]
 RunFn = Callable[[EventFn], Awaitable[Report]]
+ConnectFn = Callable[[], Awaitable[dict[str, Any]]]
 # The tab each phase of the run fills, shown while the operator has not picked one.
 PHASE_TAB = {"rails": "tab-sweeps", "together": "tab-matrix", "incast": "tab-incast", "cross_rail": "tab-matrix"}
 SWEPT = ("alone",)  # modes whose rows are a message-size sweep (together and cross runs are timed, one size)
 
 
-def default_run(answers: Any, executors: dict[str, Any], simulated: bool, options: Any = None) -> RunFn:
-    """The real run: a Validation over the given executors."""
+def default_run(answers: Any, executors: dict[str, Any] | ConnectFn, simulated: bool, options: Any = None) -> RunFn:
+    """The real run: a Validation over the given executors (or those ``executors()`` connects, once the page
+    is up: starting the lab or connecting hundreds of hosts takes seconds the operator should see pass)."""
 
     async def run(emit: EventFn) -> Report:
         from wizard.validate.run import Validation
 
-        return await Validation(answers, executors, simulated=simulated, options=options, on_event=emit).run()
+        connected = executors
+        if callable(connected):
+            emit("phase", {"name": "connect", "text": f"starting: connecting to {len(answers.hosts)} hosts…"})
+            connected = await connected()
+        return await Validation(answers, connected, simulated=simulated, options=options, on_event=emit).run()
 
     return run
 
 
+def open_bandwidth_page(app: Any) -> None:
+    """The wizard's `B`: the page shows at once and connects to the hosts itself (a session of its own, closed
+    when the page is left)."""
+    engine = app.engine
+    screen: BandwidthScreen
+
+    async def connect() -> dict[str, Any]:
+        session = await engine.open()
+        screen.session = session
+        return dict(session.executors)
+
+    screen = BandwidthScreen(engine.answers, connect, simulated=engine.demo, state_dir=engine.state_dir)
+    app.push_screen(screen)
+
+
 class BandwidthScreen(Screen):
-    """Runs the validation in an app-level worker and shows it live; ``run`` is injectable for tests."""
+    """Runs the validation in an app-level worker and shows it live; ``run`` is injectable for tests. On the
+    wizard's app the page keeps its header, banner and sidebar; on any other app it stands alone."""
 
     BINDINGS = [
-        Binding("escape", "app.pop_screen", "Back"),
+        Binding("escape", "leave", "Back"),
         Binding("r", "rerun", "Run again"),
         Binding("right_square_bracket", "rail(1)", "Next rail", key_display="]"),
         Binding("left_square_bracket", "rail(-1)", "Prev rail", key_display="["),
         Binding("a", "all_rails", "All rails"),
+        Binding("p", "pair(1)", "Next pair"),
+        Binding("P", "pair(-1)", "Prev pair", show=False),
         Binding("m", "tab('tab-matrix')", "Matrix", show=False),
         Binding("s", "tab('tab-sweeps')", "Sweeps", show=False),
         Binding("i", "tab('tab-incast')", "Incast", show=False),
         Binding("t", "tab('tab-results')", "Results", show=False),
     ]
     DEFAULT_CSS = """
+    BandwidthScreen #bw-page { width: 1fr; height: 100%; padding: 0 1; }
     BandwidthScreen #bw-phase { height: 1; background: $boost; }
+    BandwidthScreen #bw-progress { height: 1; }
     BandwidthScreen #bw-tabs { height: 1fr; }
     BandwidthScreen #bw-tabs > ContentSwitcher { height: 1fr; }
     BandwidthScreen TabPane { padding: 0; height: 1fr; }
@@ -64,7 +94,7 @@ class BandwidthScreen(Screen):
     def __init__(
         self,
         answers: Any = None,
-        executors: dict[str, Any] | None = None,
+        executors: dict[str, Any] | ConnectFn | None = None,
         *,
         simulated: bool = False,
         options: Any = None,
@@ -74,47 +104,94 @@ class BandwidthScreen(Screen):
         super().__init__()
         self.simulated = simulated
         self.state_dir = state_dir
+        self.options = options
         self._run_fn = run or default_run(answers, executors or {}, simulated, options)
         self._hosts = [h.name for h in getattr(answers, "hosts", None) or []]
         self.report: Report | None = None
+        self.session: Any = None  # the connections open_bandwidth_page made: closed when the page goes
         self.rows_seen = 0  # result rows received so far (tests watch it grow while the run goes on)
-        self._charts: dict[str, SweepChart] = {}
-        self._lines: dict[int, float] = {}  # line rate per rail seen so far: the y axis top of the next sweep
+        self.progress = BwProgress()
         self._cross: dict[tuple[str, str], dict[tuple[int, int], tuple[float | None, float | None]]] = {}
         self._follow = True  # the page follows the run's phases until the operator picks a tab
+        self._nccl_seen = False
+
+    def _wizard(self) -> Any:
+        """The wizard's app when this page runs in it (it has pages and progress), else None."""
+        app = self.app
+        return app if hasattr(app, "pages") and hasattr(app, "progress") else None
 
     def compose(self) -> ComposeResult:
-        tag = "SIMULATED cluster - " if self.simulated else ""
-        yield Static(f"{tag}bandwidth test: starting", id="bw-phase")
-        with TabbedContent(initial="tab-sweeps", id="bw-tabs"):
-            with TabPane("Matrix", id="tab-matrix"), VerticalScroll(id="bw-matrix"):
-                yield HeatMap(self._hosts, id="bw-heat")
-                yield Static("", id="bw-cross")
-            with TabPane("Sweeps", id="tab-sweeps"):
-                yield VerticalScroll(id="bw-charts")
-            with TabPane("Incast", id="tab-incast"):
-                yield IncastView()
-            with TabPane("Results", id="tab-results"):
-                yield DataTable(id="bw-table", zebra_stripes=True)
-                yield Static("", id="bw-verdict")
+        wizard = self._wizard()
+        yield Header()
+        if self.simulated:
+            yield Label("SIMULATED CLUSTER · hosts run on 127.0.0.1 · nothing real is changed", classes="sim-banner")
+        with Horizontal():
+            if wizard is not None:
+                yield Sidebar(wizard.pages(), id="sidebar")
+            with Vertical(id="bw-page"):
+                yield Static(self._tag() + self._starting(), id="bw-phase")
+                yield Static("", id="bw-progress")
+                with TabbedContent(initial="tab-sweeps", id="bw-tabs"):
+                    with TabPane("Matrix", id="tab-matrix"), VerticalScroll(id="bw-matrix"):
+                        yield HeatMap(self._hosts, id="bw-heat")
+                        yield Static("", id="bw-cross")
+                    with TabPane("Sweeps", id="tab-sweeps"):
+                        yield SweepsView()
+                    with TabPane("Incast", id="tab-incast"):
+                        yield IncastView()
+                    with TabPane("Results", id="tab-results"):
+                        yield DataTable(id="bw-table", zebra_stripes=True)
+                        yield Static("", id="bw-verdict")
         yield Footer()
 
+    def _tag(self) -> str:
+        return "bandwidth test · " + ("SIMULATED cluster - " if self.simulated else "")
+
+    def _starting(self) -> str:
+        n = len(self._hosts)
+        return f"starting: facts and lint on {n} hosts…" if n else "starting…"
+
     def on_mount(self) -> None:
+        wizard = self._wizard()
+        if wizard is not None:
+            sidebar = self.query_one(Sidebar)
+            reports = getattr(wizard, "conn_reports", {})
+            sidebar.show(wizard.progress, wizard.titles(), all(r.ok for r in reports.values()) if reports else None)
+            sidebar.select_page("summary")  # the bandwidth test is the summary's `B`
         table = self.query_one("#bw-table", DataTable)
         table.add_columns("rail", "mode", "client -> server", "Gb/s", "line", "share", "status")
+        self._show_progress()
+        self.set_interval(1.0, self._show_progress)  # the ETA counts down between results
         self.start()
 
+    async def on_unmount(self) -> None:
+        if self.session is not None:
+            session, self.session = self.session, None
+            await session.close()
+
     def start(self) -> None:
+        self.progress = BwProgress()
+        self._nccl_seen = False
         self.app.run_worker(self._work(), exclusive=True, group="bwtest", name="bwtest")
 
     # -- keys -------------------------------------------------------------------------------------------------
+    def action_leave(self) -> None:
+        self.app.pop_screen()
+
+    def on_sidebar_jump(self, event: Sidebar.Jump) -> None:
+        """Another page picked in the sidebar: leave this one (the test keeps its results saved) and go there."""
+        event.stop()
+        main = getattr(self.app, "main", None)
+        self.app.pop_screen()
+        if main is not None and hasattr(main, "show_page"):
+            main.show_page(event.page)
+
     def action_rerun(self) -> None:
-        self.query_one("#bw-charts", VerticalScroll).remove_children()
-        self._charts.clear()
         self._cross.clear()
         self.query_one("#bw-cross", Static).update("")
         self.query_one(HeatMap).clear()
         self.query_one(IncastView).clear()
+        self.query_one(SweepsView).clear()
         self.query_one("#bw-table", DataTable).clear()
         self.start()
 
@@ -125,6 +202,11 @@ class BandwidthScreen(Screen):
     def action_all_rails(self) -> None:
         self.query_one(HeatMap).rail = None
         self._show_tab("tab-matrix", user=True)
+
+    def action_pair(self, step: int) -> None:
+        """Next/previous host pair's sweeps (the first choice follows the run)."""
+        self.query_one(SweepsView).step(step)
+        self._show_tab("tab-sweeps", user=True)
 
     def action_tab(self, tab: str) -> None:
         self._show_tab(tab, user=True)
@@ -148,63 +230,71 @@ class BandwidthScreen(Screen):
 
     # -- events from the engine (same event loop: widgets can be updated directly) ------------------------
     def on_validation_event(self, kind: str, data: dict[str, Any]) -> None:
-        heat = self.query_one(HeatMap)
+        heat, sweeps, progress = self.query_one(HeatMap), self.query_one(SweepsView), self.progress
         if kind == "phase":
-            self._phase(data["text"])
+            progress.phase(data.get("name", ""))
+            self._phase(self._phase_text(data))
             if data.get("name") in PHASE_TAB:
                 self._show_tab(PHASE_TAB[data["name"]])
+        elif kind == "lint":
+            bad = sum(i.status != "pass" for i in data["items"])
+            self._phase(f"lint: {len(data['items']) - bad}/{len(data['items'])} pass; planning the tests")
+        elif kind == "plan":
+            progress.plan(data["tests"])
         elif kind == "estimate" and data.get("phase", "together") == "together":
             heat.estimate(data.get("rounds", 0), data.get("pairs", 0))
+            progress.estimate(data.get("pairs", 0), data.get("seconds", 0.0))
         elif kind == "rail_start":
             heat.add_hosts(data.get("pair") or ())
             if data["mode"] in SWEPT:
-                self._chart(data["rail"], data["mode"]).start(data["label"])
+                a, b = data["pair"]
+                sweeps.start(data["rail"], (b, a), data["label"])  # the engine's pair is (server, client)
         elif kind == "row":
             self.rows_seen += 1
             if data["mode"] in SWEPT:
-                self._chart(data["rail"], data["mode"]).add(data["size"], data["gbps"], f"@ {size_label(data['size'])}")
+                a, b = data["pair"]
+                sweeps.add(data["rail"], (b, a), data["size"], data["gbps"])
         elif kind == "rail":
             self._rail_done(data["result"])
         elif kind == "cell":
             heat.add(data["cell"])
+            progress.finished("together")
         elif kind == "incast":
             self.query_one(IncastView).add(data["round"])
             self._show_tab("tab-incast")
         elif kind == "latency":
             x = data["result"]
+            progress.finished("latency")
             typical = f"{x.typical_us:.2f} us" if x.typical_us is not None else "-"
             self._row(f"{x.rail}", "latency", f"{x.client.host} -> {x.server.host}", typical, "", "", x.status)
         elif kind == "nccl":
+            progress.finished("nccl")
             self._nccl(data["result"])
         elif kind == "done":
+            progress.end()
             self._done(data["report"])
+        self._show_progress()
+
+    def _phase_text(self, data: dict[str, Any]) -> str:
+        """The engine's phase line; the first one names every host, so here it says how many."""
+        if data.get("name") == "probe":
+            return f"starting: facts and lint on {len(self._hosts) or 'the'} hosts…"
+        return str(data.get("text", ""))
 
     def _phase(self, text: str) -> None:
-        tag = "SIMULATED cluster - " if self.simulated else ""
-        self.query_one("#bw-phase", Static).update(f"{tag}{text}")
+        self.query_one("#bw-phase", Static).update(f"{self._tag()}{text}")
 
-    def _chart(self, rail: int, mode: str, unit: str = "Gb/s") -> SweepChart:
-        key = f"{mode}-{rail}"
-        if key not in self._charts:
-            chart = SweepChart(key, f"{mode} rail {rail}", unit=unit)
-            chart.top = self._lines.get(rail) if unit == "Gb/s" else None
-            self._charts[key] = chart
-            self.query_one("#bw-charts", VerticalScroll).mount(chart)
-        return self._charts[key]
+    def _show_progress(self) -> None:
+        self.query_one("#bw-progress", Static).update(self.progress.line())
 
     def _rail_done(self, x: RailResult) -> None:
-        if x.expected_gbps:
-            self._lines.setdefault(x.rail, x.expected_gbps)
         if x.mode == "together":
             self.query_one(HeatMap).expect(x.server.host, x.client.host, x.rail, x.expected_gbps)
         elif x.mode == "cross":
             self._cross_done(x)
         if x.mode in SWEPT:
-            chart = self._chart(x.rail, x.mode)
-            verdict = "[green]PASS[/]" if x.status == "pass" else "[red]FAIL[/]"
-            rate = f"{x.gbps:.1f} Gb/s" if x.gbps is not None else "no result"
-            share = f" {x.ratio:.0%}" if x.ratio is not None else ""
-            chart.finish(f"{x.label}  [b]{rate}[/b]{share} {verdict}", top=x.expected_gbps, ok=x.status == "pass")
+            self.progress.finished("alone")
+            self.query_one(SweepsView).finish(x)
         share = f"{x.ratio:.0%}" if x.ratio is not None else "-"
         line = f"{x.expected_gbps:.0f}" if x.expected_gbps else "-"
         gbps = f"{x.gbps:.2f}" if x.gbps is not None else "-"
@@ -226,11 +316,9 @@ class BandwidthScreen(Screen):
         self.query_one("#bw-cross", Static).update(out)
 
     def _nccl(self, n: Any) -> None:
-        chart = self._chart(0, "nccl", unit="GB/s")
-        for size, gbytes in n.busbw:
-            chart.add(size, gbytes)
+        self._nccl_seen = True
+        self.query_one(SweepsView).nccl(n)
         peak = f"{n.peak_busbw:.2f} GB/s" if n.peak_busbw is not None else "-"
-        chart.finish(f"nccl     all_reduce_perf busbw over {n.transport or '?'}: peak {peak}  {n.reason}")
         self._row("-", "nccl", f"transport {n.transport or '-'}", peak, "", "", n.status)
 
     def _row(self, *cells: str) -> None:
@@ -262,6 +350,12 @@ class BandwidthScreen(Screen):
             lines.append(f"  incast: {len(report.incast) - bad}/{len(report.incast)} rounds pass (Incast tab)")
         bad = [i for i in report.lint if i.status != "pass"]
         lines.append(f"  lint: {len(report.lint) - len(bad)}/{len(report.lint)} pass")
+        if not self._nccl_seen:  # NCCL was not asked for: its chart and row stay away, one line says so
+            why = report.nccl.reason or "off for this test (--no-nccl, --incast or --cross-rail)"
+            self.query_one(SweepsView).nccl_not_run(why)
+            lines.append(f"  NCCL: not run: {escape(why)}")
+        elif not report.nccl.busbw:
+            lines.append(f"  NCCL: did not run: {escape(report.nccl.reason or 'no result')}")
         lines += [f"  cause {n}: {c}" for n, c in enumerate(report.causes[:6], 1)]
         self.query_one("#bw-verdict", Static).update("\n".join(lines))
         self._phase(f"done: {report.verdict.upper()} (m matrix, s sweeps, i incast, t results)")

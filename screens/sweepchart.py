@@ -1,8 +1,10 @@
-"""A text bar chart with axes: rate (y, 0 .. line rate, with its unit) over message size (x, log2, 2 B .. 8 MiB)."""
+"""A text bar chart with axes: rate (y, 0 .. line rate, with its unit) over message size (x, log2, 2 B .. 8 MiB),
+the pass line drawn at the rate the engine judges by (PASS_RATIO of the line rate)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 from rich.text import Text
 from textual.widget import Widget
@@ -12,12 +14,15 @@ from wizard.validate.svg import nice_ceiling, size_label
 
 BLOCKS = " ▁▂▃▄▅▆▇█"
 X_RANGE = (1, 23)  # ib_write_bw -a sweeps 2 B .. 8 MiB
+PASS_MARK = "╌"
+PASS_STYLE = "red"
 
 
 def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int = 4, color: str = "cyan",
-          note: str = "") -> Text:  # fmt: skip
+          note: str = "", mark: float | None = None) -> Text:  # fmt: skip
     """Bars of ``points`` (message bytes -> rate) under a y axis from 0 to ``top`` (the line rate) and over an
-    x axis of message sizes, one column per power of two."""
+    x axis of message sizes, one column per power of two. ``mark`` (the pass rate) is drawn as a dashed line
+    across the empty cells of the text row it falls in, labelled at its right end."""
     logs = {round(math.log2(max(1, size))): rate for size, rate in points.items()}
     lo = min([X_RANGE[0], *logs])
     hi = max([X_RANGE[1], *logs])
@@ -25,6 +30,8 @@ def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int =
     ymax = top or nice_ceiling(max(logs.values(), default=0.0))
     ticks = {0: f"{ymax:g}", rows // 2: f"{ymax / 2:g}"} if rows >= 3 else {0: f"{ymax:g}"}
     lw = max(len(unit), *(len(t) for t in ticks.values()), 1)
+    # The text row whose band [floor, floor + ymax / rows) holds the pass rate.
+    mark_row = rows - 1 - min(rows - 1, int(mark / ymax * rows)) if mark and mark <= ymax else None
     out = Text(no_wrap=True, overflow="crop")
     out.append(f"{unit:>{lw}}", style="bold")
     out.append(f"  {note}\n" if note else "\n", style="dim")
@@ -33,13 +40,19 @@ def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int =
         floor = (rows - 1 - r) / rows * ymax  # the rate at the bottom of this text row
         for x in range(lo, hi + 1):
             rate = logs.get(x)
-            if rate is None:
+            eighths = 0
+            if rate is not None:
+                eighths = max(0, min(8, round((rate - floor) / ymax * rows * 8)))
+                if r == rows - 1 and rate > 0 and eighths == 0:
+                    eighths = 1  # a measured but tiny rate still shows
+            if eighths == 0 and r == mark_row:
+                out.append(PASS_MARK * cw, style=PASS_STYLE)
+            elif rate is None:
                 out.append(" " * cw)
-                continue
-            eighths = max(0, min(8, round((rate - floor) / ymax * rows * 8)))
-            if r == rows - 1 and rate > 0 and eighths == 0:
-                eighths = 1  # a measured but tiny rate still shows
-            out.append(BLOCKS[eighths] * cw, style=color)
+            else:
+                out.append(BLOCKS[eighths] * cw, style=color)
+        if r == mark_row:
+            out.append(f" pass {mark:g}", style=PASS_STYLE)
         out.append("\n")
     labels = [x for x in (1, 6, 10, 15, 20, 23, 30) if lo <= x <= hi]
     axis = ["─"] * ((hi - lo + 1) * cw)
@@ -59,44 +72,53 @@ def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int =
     return out
 
 
+@dataclass
+class Sweep:
+    """One pair's sweep on one rail as it arrives: the chart shows it, the page keeps every pair's."""
+
+    label: str
+    points: dict[int, float] = field(default_factory=dict)
+    title: str = ""
+    top: float | None = None  # the line rate: the y axis ends there, the pass line is PASS_RATIO of it
+    color: str = "cyan"
+    graded: bool = True  # judged against the line rate (NCCL's bus bandwidth is not)
+
+    def __post_init__(self) -> None:
+        self.title = self.title or self.label
+
+
 class SweepChart(Widget):
-    """One rail's latest sweep, live: a title line with the rate so far, then the chart."""
+    """One rail's sweep: a title line with the rate so far, then the chart with its pass line."""
 
     DEFAULT_CSS = "SweepChart { height: auto; width: 1fr; margin-bottom: 1; }"
 
     def __init__(self, key: str, label: str, *, unit: str = "Gb/s", rows: int = 4) -> None:
         super().__init__(id=f"chart-{key}")
-        self.label_text = label
-        self.title = label
         self.unit = unit
         self.rows = rows
-        self.points: dict[int, float] = {}
-        self.values: list[float] = []  # every rate in arrival order (the page's progress counter)
-        self.top: float | None = None  # the line rate: the y axis ends there
-        self.color = "cyan"
+        self.sweep = Sweep(label, graded=unit == "Gb/s")
 
-    def start(self, label: str) -> None:
-        """A new pair on this rail: its sweep replaces the last one."""
-        self.label_text = self.title = label
-        self.points = {}
-        self.color = "cyan"
-        self.refresh(layout=True)
+    @property
+    def points(self) -> dict[int, float]:
+        return self.sweep.points
 
-    def add(self, size: int, rate: float, note: str = "") -> None:
-        self.points[size] = rate
-        self.values.append(rate)
-        self.title = f"{self.label_text}  [b]{rate:.2f} {self.unit}[/b] {note}".rstrip()
-        self.refresh(layout=True)
+    @property
+    def top(self) -> float | None:
+        return self.sweep.top
 
-    def finish(self, title: str, *, top: float | None = None, ok: bool | None = None) -> None:
-        self.title = title
-        self.top = top or self.top
-        if ok is not None:
-            self.color = "green3" if ok else "red3"
+    @property
+    def title(self) -> str:
+        return self.sweep.title
+
+    def show(self, sweep: Sweep) -> None:
+        """Draw this sweep (another pair's, or the same one grown)."""
+        self.sweep = sweep
         self.refresh(layout=True)
 
     def render(self) -> Text:
-        out = Text.from_markup(self.title + "\n")
-        note = f"pass >= {PASS_RATIO * self.top:g} ({PASS_RATIO:.0%} of the {self.top:g} line rate)" if self.top else ""
-        out.append_text(chart(self.points, top=self.top, unit=self.unit, rows=self.rows, color=self.color, note=note))
+        s = self.sweep
+        out = Text.from_markup(s.title + "\n")
+        mark = PASS_RATIO * s.top if s.top and s.graded else None
+        note = f"pass >= {mark:g} ({PASS_RATIO:.0%} of the {s.top:g} line rate)" if mark else ""
+        out.append_text(chart(s.points, top=s.top, unit=self.unit, rows=self.rows, color=s.color, note=note, mark=mark))
         return out

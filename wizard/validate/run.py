@@ -134,8 +134,17 @@ class Validation:
         self._stdbuf = {h: await _has_stdbuf(self.executors[h]) for h in self.facts if not self.facts[h].error}
         r.lint = lint(self.answers, self.facts)
         self.emit("lint", {"items": r.lint})
+        modes = o.incast is not None or o.cross_rail is not None  # a mode replaces the pair tests
+        pairs = [] if modes else ring(self.hosts)
+        schedule = [] if modes else rounds(self.hosts)
+        swept = sum(self._rail_count(a, b) for a, b in pairs)
+        # How many tests of each kind follow, before the first one runs: the live page's progress and ETA.
+        tests = {"alone": swept if o.sweep else 0, "together": sum(len(g) for g in schedule),
+                 "latency": swept if o.latency else 0, "nccl": int(o.nccl)}  # fmt: skip
+        self.emit("plan", {"tests": tests})
         ports = {n: [(p.netdev, p.rdma_device) for p in h.rails() if p.netdev and p.rdma_device]
                  for n, h in self.facts.items()}  # fmt: skip
+        self.emit("phase", {"name": "counters", "text": "reading the ports' PFC/ECN counters before the tests"})
         before = await ctr.read(self.executors, ports)
         if o.incast is not None:
             from wizard.validate.incast import run_incast
@@ -148,14 +157,11 @@ class Validation:
             if o.incast is not None:  # --cross-rail --incast: the incast again, every flow through the spine
                 first = max((x.round for x in r.incast), default=-1) + 1
                 r.incast += await run_incast(self, o.incast, cross=True, first=first)
-        modes = o.incast is not None or o.cross_rail is not None  # a mode replaces the pair tests
-        pairs = [] if modes else ring(self.hosts)
         if o.sweep:
             self.emit("phase", {"name": "rails", "text": "one rail at a time: ib_write_bw -a sweep"})
             for a, b in pairs:
                 for i in range(self._rail_count(a, b)):
                     r.rails.append(await self._rail(a, b, i, "alone"))
-        schedule = [] if modes else rounds(self.hosts)
         pairs_total = sum(len(group) for group in schedule)
         eta = estimate_s(len(self.hosts), o.together_s)
         if schedule:
