@@ -398,7 +398,9 @@ class WizardApp(AnswersEditing, App[int]):
             self.push_screen(DoctorScreen(*args, simulated=self.engine.demo))
 
     def open_bandwidth_test(self) -> None:
-        self.open_tool("bwtest")
+        from screens.bwtest import open_bandwidth_page
+
+        open_bandwidth_page(self)  # the page shows at once and connects itself (the lab can take seconds to start)
 
     def open_doctor(self) -> None:
         self.open_tool("doctor")
