@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from screens.dialogs import AskPath
+from screens.engine_link import NO_HOSTS
 from wizard.answers.model import load_answers
 from wizard.errors import AnswersError
 
@@ -86,6 +87,10 @@ class AnswersEditing(_Base):
         self.push_screen(AskPath("Import an answers file (hosts and every stage's answers)", "answers.yaml"), chosen)
 
     def action_save_answers(self) -> None:
+        if not self.engine.host_names:  # an answers file needs a host: one without would not load again
+            self.notify(NO_HOSTS, severity="warning")
+            return
+
         def chosen(path: Path | None) -> None:
             if path is not None:
                 saved = self.engine.save_answers(path)

@@ -117,10 +117,10 @@ class DiscoveryPage(Vertical):
         facts = index.full(self.host or "")
         summary = self.query_one("#disc-host-facts", Static)
         if facts is None:
-            update_if_changed(
-                summary,
-                Text("No facts yet for this host: press a to discover (reads only, changes nothing).", style="dim"),
-            )
+            words = "No facts yet for this host: press a to discover (reads only, changes nothing)."
+            if not self.wizard.progress.hosts:
+                words = "No hosts yet: add them on the Hosts page, then press a to discover."
+            update_if_changed(summary, Text(words, style="dim"))
             update_if_changed(self.query_one("#disc-gpus", Static), "")
             self._problems()
             return

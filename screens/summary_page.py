@@ -12,7 +12,7 @@ from textual.widgets import Label, Static
 from screens.checklist import Checklist
 from screens.facts_index import leaf_search
 from screens.filter_bar import FilterBar
-from screens.fleet import Entry, filtered_rows, leaf_count, stage_counts, stage_progress_line
+from screens.fleet import Entry, compress_hosts, filtered_rows, leaf_count, stage_counts, stage_progress_line
 from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
 from screens.vtable import VirtualTable, update_if_changed
 
@@ -114,7 +114,7 @@ class SummaryPage(Vertical):
         elif failures:
             update_if_changed(
                 verdict,
-                Text(f"✘ {len(failures)} stage(s) on hosts need attention; failed checks below", style="bold red"),
+                Text(f"✘ {attention(failures)}; failed checks below", style="bold red"),
             )
         else:
             update_if_changed(verdict, Text("not finished: some stages are still pending or skipped", style="yellow"))
@@ -150,3 +150,16 @@ class SummaryPage(Vertical):
                     text.append(f"{host}: ", style="bold")
                     text.append(line + "\n")
         return text
+
+
+def attention(failures: list[tuple[str, str, str]]) -> str:
+    """What needs the operator, per stage in words: 'discovery needs attention on 2 hosts (gpu-005, gpu-009)'
+    (failed, or waiting for an answer), the hosts' names compressed and cut at a line's worth."""
+    hosts: dict[str, list[str]] = {}
+    for stage, host, _ in failures:
+        hosts.setdefault(stage, []).append(host)
+    parts = []
+    for stage, names in hosts.items():
+        count = f"{len(names)} host{'s' if len(names) != 1 else ''}"
+        parts.append(f"{stage} needs attention on {count} ({compress_hosts(names, limit=40)})")
+    return " · ".join(parts)

@@ -115,9 +115,11 @@ class VirtualTable(ScrollView, can_focus=True):
         self.keys = new_keys
         self.group_rows = groups or set()
         widths = [cell_len(c) for c in self.columns]
+        # Group header rows span the whole line ("▸ leaf-r0..r7, r3: leaf-r4  1 host, 1 failed"): they size no column.
+        sized = [row for n, row in enumerate(self.rows) if n not in self.group_rows]
         for i in range(len(widths) - 1):  # the last column takes what is left
             longest = max(
-                (len(row[i]) if isinstance(row[i], str) else len(row[i].plain) for row in self.rows if i < len(row)),
+                (len(row[i]) if isinstance(row[i], str) else len(row[i].plain) for row in sized if i < len(row)),
                 default=0,
             )
             widths[i] = max(widths[i], min(longest, self.max_width))
@@ -178,7 +180,7 @@ class VirtualTable(ScrollView, can_focus=True):
 
     # -- drawing ------------------------------------------------------------------------------------------
     def _line(self, cells: Sequence[Cell], base: Style, *, header: bool = False) -> list[Segment]:
-        segments = []
+        segments: list[Segment] = []
         last = len(self.widths) - 1
         for i, width in enumerate(self.widths):
             cell = cells[i] if i < len(cells) else ""
@@ -208,4 +210,8 @@ class VirtualTable(ScrollView, can_focus=True):
             style += self.get_component_rich_style("vtable--group")
         if self.cursor and index == self.cursor_row:
             style += self.get_component_rich_style("vtable--cursor")
+        if index in self.group_rows:
+            text = "  ".join(_plain_style(cell)[0] for cell in self.rows[index] if _plain_style(cell)[0])
+            full = max(sum(w + 2 for w in self.widths), width + scroll_x)
+            return Strip([Segment(set_cell_size(text, full), style)]).crop(scroll_x, scroll_x + width)
         return Strip(self._line(self.rows[index], style)).crop(scroll_x, scroll_x + width)

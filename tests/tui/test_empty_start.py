@@ -60,7 +60,13 @@ async def test_a_real_bring_up_without_saved_answers_opens_with_no_hosts_and_say
         await pilot.press("a")
         await pilot.pause()
         assert _messages(app) == [NO_HOSTS]
+        assert "No hosts yet" in str(app.main.current().query_one("#disc-host-facts").render())
+        app.clear_notifications()
+        await pilot.press("ctrl+s")  # an answers file without hosts would not load again: not written
+        await pilot.pause()
+        assert _messages(app) == [NO_HOSTS]
         assert not (tmp_path / "state" / "lock").exists()  # nothing ran, nothing was locked
+        assert not (tmp_path / "state" / "answers.yaml").exists()
 
 
 async def test_the_first_host_names_a_new_cluster_and_its_state_directory(state_root: Path) -> None:

@@ -178,3 +178,15 @@ async def test_checks_filtered_to_failures_of_one_check_across_the_fleet(tmp_pat
         await pilot.pause()
         assert [(row[1], row[2]) for row in checks.rows] == [(h, "routes per rail") for h in NETWORK_FAILED]
         assert _text(page.query_one(".filter-state", Label)) == "3/1121 checks (failed only)"
+
+
+async def test_the_summary_says_which_stage_needs_attention_on_which_hosts_in_words(tmp_path: Path) -> None:
+    app = _app(tmp_path)
+    async with app.run_test(size=(160, 45)) as pilot:
+        await _fleet(pilot, app)
+        app.main.show_page("summary")
+        await pilot.pause()
+        assert _text(app.main.current().query_one("#sum-verdict", Static)) == (
+            "✘ discovery needs attention on 2 hosts (gpu-0008, gpu-0101) · network needs attention on 3 hosts "
+            "(gpu-0201..gpu-0203); failed checks below"
+        )
