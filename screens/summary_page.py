@@ -114,7 +114,7 @@ class SummaryPage(Vertical):
         elif failures:
             update_if_changed(
                 verdict,
-                Text(f"✘ {attention(failures)}; failed checks below", style="bold red"),
+                Text(f"✘ {attention(failures)}", style="bold red"),
             )
         else:
             update_if_changed(verdict, Text("not finished: some stages are still pending or skipped", style="yellow"))
@@ -153,13 +153,13 @@ class SummaryPage(Vertical):
 
 
 def attention(failures: list[tuple[str, str, str]]) -> str:
-    """What needs the operator, per stage in words: 'discovery needs attention on 2 hosts (gpu-005, gpu-009)'
-    (failed, or waiting for an answer), the hosts' names compressed and cut at a line's worth."""
+    """What needs the operator, per stage in words: 'discovery: 2 hosts need attention (gpu-005, gpu-009)' (failed,
+    or waiting for an answer; their checks are listed below it), the hosts' names compressed and cut short."""
     hosts: dict[str, list[str]] = {}
     for stage, host, _ in failures:
         hosts.setdefault(stage, []).append(host)
     parts = []
     for stage, names in hosts.items():
-        count = f"{len(names)} host{'s' if len(names) != 1 else ''}"
-        parts.append(f"{stage} needs attention on {count} ({compress_hosts(names, limit=40)})")
+        count = "1 host needs" if len(names) == 1 else f"{len(names)} hosts need"
+        parts.append(f"{stage}: {count} attention ({compress_hosts(names, limit=30)})")
     return " · ".join(parts)

@@ -187,6 +187,6 @@ async def test_the_summary_says_which_stage_needs_attention_on_which_hosts_in_wo
         app.main.show_page("summary")
         await pilot.pause()
         assert _text(app.main.current().query_one("#sum-verdict", Static)) == (
-            "✘ discovery needs attention on 2 hosts (gpu-0008, gpu-0101) · network needs attention on 3 hosts "
-            "(gpu-0201..gpu-0203); failed checks below"
+            "✘ discovery: 2 hosts need attention (gpu-0008, gpu-0101) · network: 3 hosts need attention "
+            "(gpu-0201..gpu-0203)"
         )
