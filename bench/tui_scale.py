@@ -11,7 +11,7 @@ While keys are pressed, a producer keeps sending output lines and check events (
 latency runs from sending the key to the first frame composed after its effect is visible in the widgets (a cursor
 moved, a list redrawn, a page shown); headless: the frame is built, only writing it to a terminal is skipped.
 
-    python bench/tui_scale.py [--hosts 1000] [--rate 2000] [--size 160x50]
+    python -m bench.tui_scale [--hosts 1000] [--rate 2000] [--size 160x50]   (or python bench/tui_scale.py)
 """
 
 from __future__ import annotations
@@ -24,84 +24,22 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 
-from textual import events
+if __package__ in (None, ""):  # run as a script: bench/ is on the path, not the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
 from textual.command import CommandPalette
-from textual.keys import _character_to_key
 from textual.widgets import Input
 
+from bench.tui_common import KeyTimer, command_line, drawn, moved
+from bench.tui_common import ms as _ms
+from bench.tui_common import p95 as _p95
 from screens.app import WizardApp
 from screens.fleet import stage_progress_line
 from screens.log_panel import LogPanel
 from screens.vtable import VirtualTable
 from tests.tui.fleet_fakes import make_fleet_app, send_discovery, send_network
-
-Check = Callable[[], bool]
-
-
-class KeyTimer:
-    """Sends keys and times each one to the first frame after its effect is seen."""
-
-    def __init__(self, app: WizardApp) -> None:
-        self.app = app
-        self.frames: list[float] = []
-        self.results: dict[str, list[float]] = {}
-        self.missed: dict[str, int] = {}
-        self.verbose = bool(os.environ.get("TUI_SCALE_VERBOSE"))
-        display = app._display
-
-        def timed_display(screen, renderable) -> None:  # type: ignore[no-untyped-def]
-            if renderable is not None:
-                self.frames.append(time.perf_counter())
-            display(screen, renderable)
-
-        app._display = timed_display  # type: ignore[method-assign]
-
-    def _send(self, key: str) -> None:
-        char = key if len(key) == 1 else None
-        name = _character_to_key(key) if char and not key.isalnum() else key
-        event = events.Key(name, char)
-        event.set_sender(self.app)
-        assert self.app._driver is not None
-        self.app._driver.send_message(event)
-
-    async def press(self, page: str, key: str, done: Check, timeout_s: float = 5.0) -> None:
-        started = time.perf_counter()
-        self._send(key)
-        unseen = started  # the last time the effect was not there yet
-        while not done():
-            unseen = time.perf_counter()
-            if unseen - started > timeout_s:
-                self.missed[page] = self.missed.get(page, 0) + 1
-                print(f"no effect: {page} {key}", file=sys.stderr)
-                return
-            await asyncio.sleep(0.001)
-        # The frame showing the effect is the first one composed after the effect was last seen missing (the
-        # effect and its frame can both fall between two 1 ms polls).
-        while not (self.frames and self.frames[-1] > unseen):
-            if time.perf_counter() - unseen > timeout_s:
-                self.missed[page] = self.missed.get(page, 0) + 1
-                print(f"no frame after: {page} {key}", file=sys.stderr)
-                return
-            await asyncio.sleep(0.001)
-        frame = next(f for f in self.frames if f > unseen)
-        self.results.setdefault(page, []).append(frame - started)
-        if self.verbose:
-            print(f"{page:<12} {key:<22} {(frame - started) * 1000:7.1f} ms", file=sys.stderr)
-        await asyncio.sleep(0.02)  # an operator's keys are not back to back
-
-
-def drawn(widget: object) -> Check:
-    """Done when the widget has redrawn since now."""
-    before = widget.drawn  # type: ignore[attr-defined]
-    return lambda: widget.drawn > before  # type: ignore[attr-defined]
-
-
-def moved(table: VirtualTable) -> Check:
-    before = table.cursor_row
-    return lambda: table.cursor_row != before
 
 
 async def exercise(app: WizardApp, timer: KeyTimer) -> None:
@@ -236,15 +174,6 @@ async def bench(hosts: int, rate: float, size: tuple[int, int]) -> dict[str, obj
     }
 
 
-def _ms(seconds: float) -> str:
-    return f"{seconds * 1000:.1f}"
-
-
-def _p95(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[max(0, min(len(ordered) - 1, int(round(len(ordered) * 0.95)) - 1))]
-
-
 def table(result: dict[str, object]) -> str:
     pages: dict[str, list[float]] = result["pages"]  # type: ignore[assignment]
     missed: dict[str, int] = result["missed"]  # type: ignore[assignment]
@@ -268,7 +197,7 @@ def main() -> None:
     parser.add_argument("--size", default="160x50", help="terminal size, COLSxROWS")
     args = parser.parse_args()
     cols, rows = (int(x) for x in args.size.split("x"))
-    print("$ python bench/tui_scale.py " + " ".join(sys.argv[1:]), f"(pid {os.getpid()})", flush=True)
+    print("$ " + command_line("tui_scale"), f"(pid {os.getpid()})", flush=True)
     result = asyncio.run(bench(args.hosts, args.rate, (cols, rows)))
     print(table(result))
 

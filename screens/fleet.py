@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from screens.progress import Progress
+from wizard.engine.events import HOST_READ, PROBING
 from wizard.engine.step import HostPlan
 
 _NUMBERED = re.compile(r"^(.*?)(\d+)$")
@@ -134,24 +135,45 @@ class PlanGrouper:
 
 
 def stage_counts(progress: Progress, stage: str) -> dict[str, int]:
-    """How many hosts are in each status; "waiting" counts the pending hosts that wait for the operator."""
+    """How many hosts are in each status; "waiting" counts the pending hosts that wait for the operator, and a
+    running host is "probing" until its probe answered, then "read" until the stage goes on (plan, changes)."""
     counts: dict[str, int] = {}
     cells = progress.cells
     for host in progress.hosts:
         cell = cells.get((stage, host))
-        status = "pending" if cell is None else "waiting" if cell.status == "pending" and cell.reason else cell.status
+        if cell is None:
+            status = "pending"
+        elif cell.status == "running":
+            status = "probing" if cell.reason == PROBING else "read" if cell.reason == HOST_READ else "running"
+        else:
+            status = "waiting" if cell.status == "pending" and cell.reason else cell.status
         counts[status] = counts.get(status, 0) + 1
     return counts
 
 
-def stage_progress_line(progress: Progress, stage: str) -> str:
-    """'network: 612/1000 done, 3 failed, 385 running' (the words present, most telling first)."""
+def duration(seconds: float) -> str:
+    """'45 s', '3 min 20 s', '1 h 05 min': an ETA a reader takes in at a glance."""
+    whole = max(0, round(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def stage_progress_line(progress: Progress, stage: str, now: float | None = None) -> str:
+    """'discovery: 0/1000 done, 412 read, 3 failed, 585 probing, about 1 min 20 s left' (the words present, most
+    telling first; the time left comes from the rate hosts finished their probe so far in this session)."""
     counts = stage_counts(progress, stage)
     total = sum(counts.values())
     done = counts.pop("done", 0)
-    order = ("failed", "running", "waiting", "pending", "skipped")
+    order = ("read", "failed", "running", "probing", "waiting", "pending", "skipped")
     rest = [f"{counts[word]} {word}" for word in order if counts.get(word)]
     rest += [f"{n} {word}" for word, n in sorted(counts.items()) if word not in order]
+    clock = progress.clocks.get(stage)
+    eta = clock.eta_s(counts.get("probing", 0), now) if clock is not None else None
+    if eta is not None:
+        rest.append(f"about {duration(eta)} left")
     return f"{stage}: {done}/{total} done" + "".join(f", {part}" for part in rest)
 
 

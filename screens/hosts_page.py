@@ -70,12 +70,30 @@ class HostsPage(Vertical):
 
     def on_mount(self) -> None:
         self.refresh_view()
+        self.focus_table()
+
+    def on_show(self) -> None:
+        self.focus_table()
+
+    def focus_table(self) -> None:
+        """The page opens with the host list focused, not the form: keys an operator presses on a list of hosts
+        (``/`` to filter, ``h`` to find one, arrows) act on it instead of typing into a host's address."""
+        focused = self.screen.focused if self.is_attached else None
+        if focused is None or focused not in self.query(Input):
+            self.query_one(VirtualTable).focus()
 
     def _entries(self) -> dict[str, Entry]:
         """Per host its row; rebuilt when hosts, connection reports, progress or facts changed, not on a filter key."""
         wizard = self.wizard
         engine, progress, reports = wizard.engine, wizard.progress, wizard.conn_reports
-        source = (id(engine.answers), id(reports), progress.revision, id(progress), wizard.facts_epoch)
+        source = (
+            id(engine.answers),
+            id(reports),
+            wizard.conn_revision,
+            progress.revision,
+            id(progress),
+            wizard.facts_epoch,
+        )
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
         leaf_of = wizard.facts_index().leaf

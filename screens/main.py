@@ -48,6 +48,8 @@ class MainScreen(Screen[None]):
         Binding("h", "find_host", "Find host"),
         Binding("f", "failed_only", "Failed only", show=False),
         Binding("slash", "filter", "Filter", show=False),
+        # "/" typed in a text field is a "/"; ctrl+f reaches the filter from anywhere, a field included.
+        Binding("ctrl+f", "filter", "Filter", show=False),
         Binding("g", "group", "Group by leaf", show=False),
         *[Binding(str(i + 1), f"tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
     ]

@@ -5,10 +5,11 @@ Pure Python (no Textual) so the bookkeeping is tested on its own; widgets read i
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.engine.events import Event
+from wizard.engine.events import PROBING, Event
 from wizard.engine.interactive import StageProgress
 
 STATUS_MARK = {
@@ -43,6 +44,23 @@ class Cell:
         return self.status == "failed" or (self.status == "pending" and bool(self.reason)) or self.fails > 0
 
 
+@dataclass(slots=True)
+class StageClock:
+    """When a stage started in this session and how many hosts have finished their probe since: the rate an ETA
+    is drawn from. A host finishes its probe when it leaves "running: probing" (read, failed, done...)."""
+
+    started: float
+    finished: int = 0
+    last: float = 0.0
+
+    def eta_s(self, probing: int, now: float | None = None) -> float | None:
+        """Seconds until the ``probing`` hosts are read at the rate seen so far; None before the first host."""
+        if not self.finished or not probing:
+            return None
+        elapsed = (time.monotonic() if now is None else now) - self.started
+        return probing * elapsed / self.finished
+
+
 class Progress:
     """Status of every stage on every host, updated from runner events and from saved state."""
 
@@ -52,6 +70,8 @@ class Progress:
         self.cells: dict[tuple[str, str], Cell] = {}
         self.simulated_hosts: set[str] = set()
         self.current_change: dict[str, str] = {}
+        self.clocks: dict[str, StageClock] = {}
+        """Per stage run in this session, the rate hosts finish their probe (for the ETA)."""
         self.revision = 0
         """Bumped on every change: views that are costly to rebuild skip the rebuild when it has not moved."""
 
@@ -87,6 +107,7 @@ class Progress:
             self.simulated_hosts.add(host)
             return None
         if event.kind == "stage_started" and stage:
+            self.clocks[stage] = StageClock(time.monotonic())
             for h in self.hosts:
                 cell = self.cell(stage, h)
                 cell.checks, cell.fails = [], 0
@@ -95,6 +116,10 @@ class Progress:
             return None
         cell = self.cell(stage, host)
         if event.kind == "host_status":
+            clock = self.clocks.get(stage)
+            if clock is not None and cell.status == "running" and cell.reason == PROBING and d.get("reason") != PROBING:
+                clock.finished += 1
+                clock.last = time.monotonic()
             # a stopped run's hosts show as failed (the reason says "interrupted by ..."), as on resume
             cell.status = "failed" if d["status"] == "interrupted" else d["status"]
             cell.reason = d.get("reason", "")

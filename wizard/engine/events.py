@@ -8,6 +8,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+PROBING = "probing"
+"""The reason of a ``running`` host whose stage probe has not answered yet."""
+HOST_READ = "read; waiting for the other hosts"
+"""The reason of a ``running`` host whose probe answered and whose facts are saved: the stage's cross-host checks
+(and its plan and changes) come once every host is read. Displays count these hosts as "read"."""
+
 _second: list[Any] = [-1, ""]  # the last whole second and its ISO text: an event per output line adds up
 
 

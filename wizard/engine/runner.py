@@ -19,7 +19,7 @@ from wizard.engine.apply_resume import (
     record_written,
     settle_reverts,
 )
-from wizard.engine.events import EventBus
+from wizard.engine.events import HOST_READ, PROBING, EventBus
 from wizard.engine.host_lock import HostHolder, HostLock
 from wizard.engine.logs import HostLogs
 from wizard.engine.outcomes import INTERRUPT_EXIT, Interruption, StageOutcome
@@ -194,7 +194,7 @@ class Runner(PlanAhead):
                 self._finish(stage, host, "skipped", self._out_of_run[host], outcome)
         active = [h for h in hosts if h not in self._out_of_run]
         for host in active:
-            self._set(stage, host, "running", "probing")
+            self._set(stage, host, "running", PROBING)
         await self._probe_hosts(stage, active, outcome)
         view = self.view()
         to_apply: dict[str, HostPlan] = {}
@@ -304,6 +304,11 @@ class Runner(PlanAhead):
             self.store.save_facts(host, self.facts[host])
             if stage == "discovery" and self.facts[host][stage].get("simulated"):
                 self.bus.emit("host_simulated", host=host)
+            record = self.store.host(host).stage(stage)
+            if record.status == "running" and record.reason == PROBING:
+                # The host's part of the first read is over: said at once, so a page on 1,000 hosts counts hosts
+                # as they finish instead of showing all of them "probing" until the cross-host checks end the stage.
+                self._set(stage, host, "running", HOST_READ)
         except ExecutorError as exc:
             self._finish(stage, host, "failed", exc.detail, outcome)
         except StateError:

@@ -1,0 +1,350 @@
+"""Benchmark: the terminal wizard on N real OpenSSH hosts of the namespace lab, driven as an operator would.
+
+The hosts are tests/nslab/lab.py's (one sshd per network namespace; root), started under their own prefix ``rt-``
+and network 10.81.0.0/16, so a test lab and bench/fanout.py's can run beside it. The wizard runs in this process
+with Textual's pilot (headless, 160x50), on an answers file written for the lab, through the real engine: the
+connection test (``t`` on the Hosts page), then discovery (``a`` on its page). Nothing is faked: events, facts
+files and SSH sessions are the real ones, so the memory measured is what a user's wizard holds.
+
+While discovery runs, and again after it, keys are timed from sending to the first frame composed after their
+effect (bench/tui_common.py): the host finder (``h``, a name, Enter), the filter (``/`` and text, then backspace),
+scrolling (pagedown/pageup on the host list) and a page change (``b``/``n``). Printed: ONE JSON line with
+
+- conn_first_row_s / disc_first_row_s: from the first host answering (its connection report; its probe read) to the
+  first frame showing that host's row filled in; conn_all_rows_s / disc_all_rows_s: from the key to the frame
+  showing every row filled in; discovery_s: until the run ended;
+- keys: p50/p95/max key-to-frame per kind, during and after discovery;
+- peak_rss_mib: the process's peak resident memory (ru_maxrss; the lab's sshd are other processes), with
+  rss_mib at start, after the connection test and after discovery.
+
+    python -m bench.tui_real [--hosts 1000] [--parallel 64] [--size 160x50] [--trace]
+
+Goals on a 2-core machine: first row < 1 s, p95 < 100 ms, peak < 250 MiB. ``--trace`` adds tracemalloc's largest
+allocation sites after discovery (on stderr; it slows everything, so its timings are not the benchmark's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+import tracemalloc
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: bench/ is on the path, not the repository root
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import yaml
+from textual.command import CommandPalette
+
+from bench.tui_common import KeyTimer, command_line, drawn, latency_figures, moved, rss_mib
+from screens.app import WizardApp
+from screens.engine_link import ANSWERS_FILE, EngineLink
+from screens.fleet import stage_counts, stage_progress_line
+from screens.vtable import VirtualTable
+from tests.nslab.lab import USER, NsLab, missing_requirements
+from wizard.engine.events import HOST_READ, Event
+
+SIZE = (160, 50)
+TIMEOUT_S = 1800.0  # a stage on 1,000 hosts of a busy 2-core machine takes minutes, never half an hour
+
+
+def write_answers(lab: NsLab, state: Path, parallel: int) -> Path:
+    """The answers file the wizard opens with: every lab host, its key and known_hosts (a real bring-up's)."""
+    state.mkdir(parents=True, exist_ok=True)
+    path = state / ANSWERS_FILE
+    data = {
+        "version": 1,
+        "cluster": {"name": "tui-real"},
+        "ssh": {
+            "user": USER,
+            "identity_file": str(lab.key_file),
+            "known_hosts": str(lab.known_hosts),
+            "connect_timeout_s": 30,
+            "max_parallel_hosts": parallel,
+        },
+        "hosts": [{"name": h.name, "address": h.address} for h in lab.hosts],
+        "inference": {"enabled": False},
+    }
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+class RowWatch:
+    """Polls a page's rows: when the first and when every row was seen filled in, and the frames after."""
+
+    def __init__(self, timer: KeyTimer, table: Callable[[], VirtualTable | None], filled: Callable[[Any], bool]):
+        self.timer, self.table, self.filled = timer, table, filled
+        # The last poll that still saw no row / not every row filled in: the frame showing them is the first one
+        # composed after it (rows and their frame can both fall between two polls).
+        self.none_until: float | None = None
+        self.some_until: float | None = None
+        self.counts: list[int] = []  # rows filled in at each change: proof rows arrive one by one, not at the end
+
+    async def run(self, stop: asyncio.Event, total: int) -> None:
+        self.none_until = self.some_until = time.perf_counter()
+        first_done = all_done = False
+        while not all_done:
+            table = self.table()
+            if table is not None:
+                count = sum(1 for row in table.rows if self.filled(row))
+                if not self.counts or count != self.counts[-1]:
+                    self.counts.append(count)
+                now = time.perf_counter()
+                first_done = first_done or count > 0
+                all_done = count >= total
+                if not first_done:
+                    self.none_until = now
+                if not all_done:
+                    self.some_until = now
+            if stop.is_set() and not all_done:
+                self.some_until = None  # the run ended without every row filled (a failing host)
+                return
+            await asyncio.sleep(0.01)
+
+    def first_frame(self) -> float | None:
+        return None if not self.counts or not self.counts[-1] else self.timer.frame_after(self.none_until or 0.0)
+
+    def all_frame(self) -> float | None:
+        return None if self.some_until is None else self.timer.frame_after(self.some_until)
+
+
+class Operator:
+    """The keys of one round on a page that lists hosts: finder, filter, scroll, page change."""
+
+    def __init__(self, app: WizardApp, timer: KeyTimer, phase: str) -> None:
+        self.app, self.timer, self.phase = app, timer, phase
+
+    def _label(self, kind: str) -> str:
+        return f"{self.phase}/{kind}"
+
+    def _page(self) -> Any:
+        assert self.app.main is not None
+        return self.app.main.current()
+
+    async def finder(self, name: str) -> None:
+        app = self.app
+        await self.timer.press(self._label("finder"), "h", lambda: isinstance(app.screen, CommandPalette))
+        await asyncio.sleep(0.2)  # the palette lists its first hits before a user types
+        for ch in name:
+            await self.timer.press(self._label("finder"), ch, drawn_palette(app, ch))
+        page = self._page()
+        await self.timer.press(self._label("finder"), "enter", lambda: not isinstance(app.screen, CommandPalette))
+        if hasattr(page, "host"):
+            await asyncio.sleep(0.05)
+
+    async def filter(self, text: str) -> None:
+        page = self._page()
+        await self.timer.press(
+            self._label("filter"),
+            "/",
+            lambda: self.app.focused is not None and "filter-text" in self.app.focused.classes,
+        )
+        for ch in text:
+            await self.timer.press(self._label("filter"), ch, drawn(page))
+        for _ in text:
+            await self.timer.press(self._label("filter"), "backspace", drawn(page))
+        page.query_one(VirtualTable).focus()
+        await asyncio.sleep(0.05)
+
+    async def scroll(self, times: int = 3) -> None:
+        table = self._page().query(VirtualTable).first()
+        table.focus()
+        await asyncio.sleep(0.05)
+        for key in ["pagedown"] * times + ["pageup"] * times:
+            await self.timer.press(self._label("scroll"), key, moved(table))
+
+    async def page_change(self) -> None:
+        main = self.app.main
+        assert main is not None
+        for key, want in (("b", "hosts"), ("n", "discovery")):
+            await self.timer.press(self._label("page"), key, lambda want=want: main.page == want)
+
+    async def round(self, name: str) -> None:
+        await self.finder(name)
+        await self.filter(name)
+        await self.scroll()
+        await self.page_change()
+
+
+def drawn_palette(app: WizardApp, ch: str) -> Callable[[], bool]:
+    """Done when the finder's input holds the character just typed."""
+    from textual.widgets import Input
+
+    def done() -> bool:
+        screen = app.screen
+        return isinstance(screen, CommandPalette) and screen.query_one(Input).value.endswith(ch)
+
+    return done
+
+
+async def wait_idle(app: WizardApp, timeout_s: float = TIMEOUT_S) -> None:
+    deadline = time.monotonic() + timeout_s
+    while app.busy:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"'{app.busy}' still running after {timeout_s:.0f} s")
+        await asyncio.sleep(0.05)
+
+
+async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tuple[int, int] = SIZE) -> dict[str, Any]:
+    """Open the wizard on ``state`` (its answers file written), test the connections, discover; the figures."""
+    engine = EngineLink(state, demo=False)
+    hosts = engine.host_names
+    app = WizardApp(engine)
+    timer = KeyTimer(app)
+    answered: dict[str, float] = {}  # first host answering per phase (the engine's own events)
+    samples: dict[str, float] = {"start": rss_mib()}
+    lines: list[str] = []
+
+    def first(phase: str) -> None:
+        answered.setdefault(phase, time.perf_counter())
+
+    original = app._connection_report
+
+    def report(found: Any) -> None:
+        first("conn")
+        original(found)
+
+    app._connection_report = report  # type: ignore[method-assign]
+
+    def sink(event: Event) -> None:
+        if event.kind == "host_status" and event.data.get("stage") == "discovery":
+            if event.data.get("reason") == HOST_READ or event.data.get("status") in ("failed", "done"):
+                first("disc")
+
+    engine.bus.subscribe(sink)
+    result: dict[str, Any] = {"hosts": len(hosts)}
+    async with app.run_test(headless=True, size=size) as pilot:
+        await pilot.press("n")  # the start screen: a new bring-up
+        while app.main is None or not app.main.is_mounted:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+        main = app.main
+
+        # -- the connection test --------------------------------------------------------------------------
+        def hosts_table() -> VirtualTable | None:
+            page = main.current()
+            return page.query_one(VirtualTable) if main.page == "hosts" else None
+
+        watch = RowWatch(timer, hosts_table, lambda row: len(row) > 3 and str(row[3]) != "·")
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(watch.run(stop, len(hosts)))
+        pressed = time.perf_counter()
+        await pilot.press("t")
+        await asyncio.sleep(0.2)
+        await wait_idle(app)
+        await asyncio.sleep(0.6)  # the last redraw
+        stop.set()
+        await watcher
+        conn_first, conn_all = watch.first_frame(), watch.all_frame()
+        result["conn_first_row_s"] = _since(answered.get("conn"), conn_first)
+        result["conn_all_rows_s"] = _since(pressed, conn_all)
+        result["conn_rows_filled"] = watch.counts[-1] if watch.counts else 0
+        result["conn_row_updates"] = len(watch.counts)
+        samples["after_connection_test"] = rss_mib()
+
+        # -- discovery --------------------------------------------------------------------------------------
+        await pilot.press("n")
+        while main.page != "discovery" or not main.current().drawn:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.3)
+
+        def disc_table() -> VirtualTable | None:
+            return main.current().query_one("#disc-hosts", VirtualTable) if main.page == "discovery" else None
+
+        # A row is filled in when the host's facts are shown (ports "N/M up" instead of "·") or it failed.
+        watch = RowWatch(
+            timer, disc_table, lambda row: len(row) > 3 and (str(row[3]) != "·" or "failed" in str(row[1]))
+        )
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(watch.run(stop, len(hosts)))
+        if trace:
+            tracemalloc.start(12)
+        pressed = time.perf_counter()
+        await pilot.press("a")
+        await asyncio.sleep(0.2)
+        names = [hosts[len(hosts) * k // 7] for k in range(1, 7)]
+        rounds = 0
+        while app.busy and keys:
+            await Operator(app, timer, "during").round(names[rounds % len(names)])
+            if app.busy:  # what the page's title said mid-run
+                lines.append(stage_progress_line(app.progress, "discovery"))
+            rounds += 1
+        await wait_idle(app)
+        discovery_s = time.perf_counter() - pressed
+        await asyncio.sleep(0.6)
+        stop.set()
+        await watcher
+        disc_first, disc_all = watch.first_frame(), watch.all_frame()
+        result["disc_first_row_s"] = _since(answered.get("disc"), disc_first)
+        result["disc_all_rows_s"] = _since(pressed, disc_all)
+        result["discovery_s"] = round(discovery_s, 1)
+        result["disc_rows_filled"] = watch.counts[-1] if watch.counts else 0
+        result["disc_row_updates"] = len(watch.counts)
+        result["disc_rows_before_done"] = watch.counts[-2] if len(watch.counts) > 1 else 0
+        samples["after_discovery"] = rss_mib()
+        if trace:
+            snapshot = tracemalloc.take_snapshot()
+            tracemalloc.stop()
+            for stat in snapshot.statistics("traceback")[:15]:
+                print(f"{stat.size / 2**20:8.1f} MiB {stat.count:8d} blocks", file=sys.stderr)
+                for frame in stat.traceback.format()[-8:]:
+                    print("    " + frame, file=sys.stderr)
+        for _ in range(2 if keys else 0):
+            await Operator(app, timer, "after").round(names[rounds % len(names)])
+            rounds += 1
+        samples["end"] = rss_mib()
+        result["progress_during"] = lines[len(lines) // 2] if lines else ""
+        result["progress"] = stage_progress_line(app.progress, "discovery")
+        result["counts"] = stage_counts(app.progress, "discovery")
+    result["keys"] = {label: latency_figures(values) for label, values in sorted(timer.results.items())}
+    result["missed"] = timer.missed
+    result["rss_mib"] = {k: round(v, 1) for k, v in samples.items()}
+    result["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return result
+
+
+def _since(start: float | None, end: float | None) -> float | None:
+    return None if start is None or end is None else round(end - start, 3)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=1000)
+    parser.add_argument("--parallel", type=int, default=64, help="hosts worked on at once (ssh.max_parallel_hosts)")
+    parser.add_argument("--size", default="160x50", help="terminal size, COLSxROWS")
+    parser.add_argument("--trace", action="store_true", help="tracemalloc's largest sites after discovery (stderr)")
+    parser.add_argument("--no-keys", action="store_true", help="no timed keys: rows and memory only")
+    args = parser.parse_args()
+    reason = missing_requirements()
+    if reason:
+        print(f"cannot run: {reason}", file=sys.stderr)
+        return 2
+    cols, rows = (int(x) for x in args.size.split("x"))
+    print("$ " + command_line("tui_real"), file=sys.stderr, flush=True)
+    lab = NsLab(Path(tempfile.gettempdir()) / "roce-wizard-bench-tui", prefix="rt-", network="10.81.0.0/16")
+    started = time.perf_counter()
+    try:
+        lab.up(args.hosts)
+        lab_s = time.perf_counter() - started
+        print(f"{args.hosts} hosts up in {lab_s:.1f} s", file=sys.stderr, flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            state = Path(tmp) / "state"
+            write_answers(lab, state, args.parallel)
+            result = asyncio.run(drive(state, keys=not args.no_keys, trace=args.trace, size=(cols, rows)))
+    finally:
+        lab.down()
+    result = {"command": command_line("tui_real"), "lab_up_s": round(lab_s, 1), "cpus": os.cpu_count(), **result}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
