@@ -87,27 +87,30 @@ def test_the_report_of_16_hosts_stays_self_contained():
 
 def test_one_heat_map_per_rail_and_one_for_all_rails_with_axes_titles_and_every_pair():
     _, p = page()
-    maps = ["all 8 rails together (Gb/s summed)", *(f"rail {i}" for i in range(8))]
+    maps = ["all 8 rails together: % of the pair's summed line rate", *(f"rail {i}: % of line rate" for i in range(8))]
     for name in maps:
         svg = p.svgs[name]
         assert len(svg["cells"]) == 16 * 15, f"{name}: every host against every other host"
         assert "host" in svg["texts"] and "peer host" in svg["texts"]
         assert svg["texts"].count("gpu-016") == 2, "row and column label"
-    legend = p.svgs["all 8 rails together (Gb/s summed)"]["texts"]
+    legend = p.svgs["all 8 rails together: % of the pair's summed line rate"]["texts"]
     assert "≥ 90% of line rate" in legend and "< 75%" in legend and "no result" in legend
     assert "numbers: % of line rate" in legend
 
 
 def test_a_slow_rail_is_red_on_its_own_map_while_all_rails_together_stay_green():
     _, p = page()
-    together = cell(p, "all 8 rails together (Gb/s summed)", "gpu-003 x gpu-004:")
+    together = cell(p, "all 8 rails together: % of the pair's summed line rate", "gpu-003 x gpu-004:")
     assert together["band"] == "pass" and "(93%)" in together["title"]
-    slow = cell(p, "rail 2", "gpu-003 x gpu-004:")
+    slow = cell(p, "rail 2: % of line rate", "gpu-003 x gpu-004:")
     assert slow == {"band": "fail", "title": "gpu-003 x gpu-004: 240.0 of 400 Gb/s (60%)"}
-    assert cell(p, "rail 3", "gpu-003 x gpu-004:")["band"] == "pass"
-    assert cell(p, "rail 5", "gpu-009 x gpu-010:") == {"band": "none", "title": "gpu-009 x gpu-010: no result"}
-    assert cell(p, "all 8 rails together (Gb/s summed)", "gpu-009 x gpu-010:")["band"] == "warn"
-    bands = [c["band"] for c in p.svgs["rail 2"]["cells"]]
+    assert cell(p, "rail 3: % of line rate", "gpu-003 x gpu-004:")["band"] == "pass"
+    assert cell(p, "rail 5: % of line rate", "gpu-009 x gpu-010:") == {
+        "band": "none",
+        "title": "gpu-009 x gpu-010: no result",
+    }
+    assert cell(p, "all 8 rails together: % of the pair's summed line rate", "gpu-009 x gpu-010:")["band"] == "warn"
+    bands = [c["band"] for c in p.svgs["rail 2: % of line rate"]["cells"]]
     assert bands.count("fail") == 2 * 15, "gpu-003's row and column"
 
 
@@ -123,7 +126,7 @@ def test_sweep_charts_per_rail_have_gbps_and_message_size_axes_and_the_pass_mark
     assert "pass 360 Gb/s (90% of 400)" in texts
     red = sorted(line["title"] for line in rail2["lines"] if line["band"] == "#d62728")
     assert red == ["gpu-003->gpu-002", "gpu-004->gpu-003"] and len(rail2["lines"]) == 15
-    assert "13 other pairs" in texts
+    assert "13 others: 388-396 Gb/s" in texts, "the passing pairs in one entry, with their range of peaks"
 
 
 def test_the_incast_table_has_a_row_per_round_with_pauses_drops_cnps_and_the_cause():

@@ -29,12 +29,19 @@ def sixteen_hosts() -> Report:
     return synthetic16.build()[0]
 
 
-TWO_HOSTS = {"Gb/s by message size", "bars in Gb/s", "all 2 rails together (Gb/s summed)", "rail 0", "rail 1",
-             "bars in us"}  # fmt: skip
+TWO_HOSTS = {
+    "rail 0 sweep: Gb/s by message size",  # one small sweep chart per rail: the rails' curves never hide each other
+    "rail 1 sweep: Gb/s by message size",
+    "bars in Gb/s",
+    "all 2 rails together: % of the pair's summed line rate",
+    "rail 0: % of line rate",
+    "rail 1: % of line rate",
+    "bars in us",
+}
 SIXTEEN_HOSTS = {
     "rail 2: 15 pairs, 2 failing, slowest gpu-003->gpu-002 240.0 Gb/s",  # a sweep chart per rail, this one slow
-    "all 8 rails together (Gb/s summed)",  # the host-pair heat map, then one per rail
-    *(f"rail {i}" for i in range(8)),
+    "all 8 rails together: % of the pair's summed line rate",  # the host-pair heat map, then one per rail
+    *(f"rail {i}: % of line rate" for i in range(8)),
     "gpu-002 -> gpu-001",  # the cross-rail grid
     "bars in us",  # latency
 }

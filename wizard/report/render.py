@@ -146,7 +146,7 @@ def _timings(r: RunReport) -> str:
         out.append("<p><em>no stage has both a start and an end time</em></p>")
         return "".join(out)
     out.append("<p class='small'>Wall time of each stage across the fleet (first start to last end):</p>")
-    out.append(svg.bar_chart(bars, unit="s"))
+    out.append(svg.bar_chart(bars, unit="s", axis_title="wall time (seconds)"))
     if len(r.hosts) <= GRID_HOSTS:
         rows = [[escape(h.host), *(_seconds(row.duration_s) for row in h.stages)] for h in r.hosts]
         out.append(_table(["host", *(t.stage for t in r.stages)], rows, cls="grid"))

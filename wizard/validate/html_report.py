@@ -126,7 +126,9 @@ def _aggregate(r: Report) -> str:
     out = ["<h2>All rails together</h2>"]
     if len(r.aggregate) <= 16:  # beyond that the heat maps below say it better than a bar per pair
         bars = [(f"{a.hosts[0]} <-> {a.hosts[1]}", a.gbps, a.expected_gbps, a.status == "pass") for a in r.aggregate]
-        out.append(svg.bar_chart(bars, unit="Gb/s"))
+        out.append(
+            svg.bar_chart(bars, unit="Gb/s", axis_title="Gb/s, all rails of the pair at once; dashed: line rate")
+        )
     else:
         slow = sum(a.status != "pass" for a in r.aggregate)
         out.append(f"<p>{len(r.aggregate)} host pairs, {slow} below {PASS_RATIO:.0%} of their line rate.</p>")
@@ -139,7 +141,7 @@ def _latency(r: Report) -> str:
         (f"rail {x.rail} {x.client.host}->{x.server.host}", x.typical_us or 0.0, x.threshold_us, x.status == "pass")
         for x in r.latency
     ]
-    out.append(svg.bar_chart(bars, unit="us"))
+    out.append(svg.bar_chart(bars, unit="us", axis_title="typical latency (us); dashed: the alarm threshold"))
     rows = [
         [
             str(x.rail),
@@ -158,11 +160,15 @@ def _latency(r: Report) -> str:
 
 
 def _nccl(r: Report) -> str:
+    """NCCL's bus bandwidth by size; without a result, no empty chart: one line that says it did not run, and why."""
     n = r.nccl
+    if not n.busbw:
+        why = n.reason or "not run in this test (bwtest --no-nccl, --incast or --cross-rail)"
+        return f"<h2>NCCL all_reduce_perf</h2><p>{_s(n.status)} did not run: {escape(why)}</p>"
     out = [
         f"<h2>NCCL all_reduce_perf</h2><p>{_s(n.status)} transport: <b>{escape(n.transport or '-')}</b> "
         f"{escape(n.reason)}</p>"
     ]
-    if n.busbw:
-        out.append(svg.sweep_chart({"busbw out-of-place": n.busbw}, unit="GB/s", title="NCCL all_reduce_perf busbw"))
+    out.append(svg.sweep_chart({"busbw out-of-place": n.busbw}, unit="GB/s", title="NCCL all_reduce_perf busbw",
+                               width=640, graded=False))  # fmt: skip
     return "".join(out)

@@ -36,20 +36,26 @@ def legend_html() -> str:
 
 
 def sweep_charts(rails: list[RailResult]) -> str:
-    """One chart with a line per rail when each rail was swept once (a pair); else one chart per rail with a line
-    per host pair, failing pairs in red."""
+    """One small chart per rail (its pass line, its pair's curve, the rate and verdict in the title) when each rail
+    was swept once: on one chart the rails' curves lie on top of each other. Else one chart per rail with a line
+    per host pair, failing pairs in red, the legend giving the range of peaks."""
     swept = [x for x in rails if x.sweep]
     if not swept:
         return "<p><em>no sweep</em></p>"
     by_rail: dict[int, list[RailResult]] = defaultdict(list)
     for x in swept:
         by_rail[x.rail].append(x)
-    if all(len(v) == 1 for v in by_rail.values()):
-        series = {f"rail {x.rail} {x.client.host}->{x.server.host}": x.sweep for x in swept}
-        failed = {f"rail {x.rail} {x.client.host}->{x.server.host}" for x in swept if x.status == "fail"}
-        line = min((x.expected_gbps for x in swept if x.expected_gbps), default=None)
-        return svg.sweep_chart(series, unit="Gb/s", line=line, failed=failed, width=640)
     out = ["<div class='multi'>"]
+    if all(len(v) == 1 for v in by_rail.values()):
+        for x in swept:
+            title = f"rail {x.rail}: {x.client.host} -> {x.server.host} {g(x.gbps, 1)} Gb/s {x.status.upper()}"
+            chart = svg.sweep_chart({f"{x.client.host}->{x.server.host}": x.sweep}, unit="Gb/s",
+                                    line=x.expected_gbps, failed={f"{x.client.host}->{x.server.host}"}
+                                    if x.status == "fail" else set(), title=title, width=340, height=210,
+                                    legend=False, label=f"rail {x.rail} sweep: Gb/s by message size")  # fmt: skip
+            out.append(f"<figure>{chart}</figure>")
+        out.append("</div>")
+        return "".join(out)
     for rail, runs in sorted(by_rail.items()):
         series = {f"{x.client.host}->{x.server.host}": x.sweep for x in runs}
         failed = {f"{x.client.host}->{x.server.host}" for x in runs if x.status == "fail"}
@@ -75,8 +81,8 @@ def matrix_section(r: Report) -> str:
         "rails together can still have one slow rail: the per-rail maps show it.</p>"
     ]
     total = {(c.a, c.b): (c.gbps, c.expected_gbps) for c in r.matrix}
-    out.append(svg.heat_map(hosts, total, title=f"all {n_rails} rails together (Gb/s summed)", row_title="host",
-                            col_title="peer host"))  # fmt: skip
+    title = f"all {n_rails} rails together: % of the pair's summed line rate"
+    out.append(svg.heat_map(hosts, total, title=title, row_title="host", col_title="peer host"))
     out.append(f"<p>One map per rail (rail i of every host, on rail i's leaf):</p>{legend_html()}")
     out.append("<div class='multi'>")
     for i in range(n_rails):
@@ -87,8 +93,8 @@ def matrix_section(r: Report) -> str:
                 line = line or ((c.expected_gbps / len(c.rails)) if c.expected_gbps and c.rails else None)
                 cells[(c.a, c.b)] = (c.rails[i], line)
         size = 22 if len(hosts) <= 16 else None
-        m = svg.heat_map(hosts, cells, title=f"rail {i}", row_title="host", col_title="peer host", size=size,
-                         legend=False)  # fmt: skip
+        m = svg.heat_map(hosts, cells, title=f"rail {i}: % of line rate", row_title="host", col_title="peer host",
+                         size=size, legend=False)  # fmt: skip
         out.append(f"<figure>{m}</figure>")
     out.append("</div>")
     ordered = sorted(r.matrix, key=lambda c: (c.status != "fail", c.round))  # failing pairs first

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from html import escape
 
 from wizard.validate.model import PASS_RATIO, WARN_RATIO, share_band
@@ -40,16 +41,77 @@ def nice_ceiling(value: float) -> float:
     return next(m * base for m in (1, 2, 2.5, 5, 10) if m * base >= value)
 
 
+CHAR_W = 0.62  # a label's width per character, in font sizes (sans-serif digits and letters run 0.5-0.6)
+LABEL_GAP = 6.0  # pixels kept free between two tick labels
+
+
+def text_width(text: str, font: float) -> float:
+    """An upper estimate of a label's width in pixels: what the layout keeps clear for it."""
+    return len(text) * font * CHAR_W
+
+
+def x_ticks(x0: int, x1: int, px: Callable[[float], float], font: float = 10) -> list[tuple[int, float, str]]:
+    """Message-size tick labels (exponent, x, text) that fit side by side: the ends first, then the usual sizes
+    left to right, each kept only if its extent (centred on its tick) clears every label kept so far."""
+    wanted = [x1, x0, *(e for e in X_LABELS if x0 < e < x1)]
+    kept: list[tuple[int, float, str]] = []
+    spans: list[tuple[float, float]] = []
+    for e in wanted:
+        text, x = size_label(2**e), px(2**e)
+        half = text_width(text, font) / 2
+        span = (x - half, x + half)
+        if all(span[1] + LABEL_GAP <= a or span[0] >= b + LABEL_GAP for a, b in spans):
+            kept.append((e, x, text))
+            spans.append(span)
+    return sorted(kept)
+
+
 def _svg(width: float, height: float, label: str) -> str:
     return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" height="{height:.0f}" role="img" '
             f'aria-label="{escape(label)}">')  # fmt: skip
 
 
+DASHES = ("", "7,3", "2,3", "9,3,2,3", "4,4", "12,4", "1,2", "6,2,2,2")  # one per series: coinciding lines interleave
+MARKERS = ("circle", "square", "triangle", "diamond")
+SAME_WITHIN = 0.01  # series within 1 % of each other at every size are one curve on the page: the legend says so
+
+
+def coinciding(series: dict[str, list[tuple[int, float]]]) -> list[list[str]]:
+    """Groups of series that draw the same curve (each point within SAME_WITHIN of the group's first series)."""
+    groups: list[list[str]] = []
+    for name, pts in series.items():
+        mine = dict(pts)
+        for group in groups:
+            ref = dict(series[group[0]])
+            if ref.keys() == mine.keys() and all(
+                abs(mine[k] - v) <= SAME_WITHIN * max(abs(v), abs(mine[k]), 1e-9) for k, v in ref.items()
+            ):
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    return groups
+
+
+def _marker(kind: str, x: float, y: float, color: str) -> str:
+    if kind == "circle":
+        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.6" fill="{color}"/>'
+    if kind == "square":
+        return f'<rect x="{x - 2.4:.1f}" y="{y - 2.4:.1f}" width="4.8" height="4.8" fill="{color}"/>'
+    if kind == "triangle":
+        corners = [(x, y - 3.2), (x - 3, y + 2.4), (x + 3, y + 2.4)]
+    else:
+        corners = [(x, y - 3.4), (x + 3, y), (x, y + 3.4), (x - 3, y)]
+    return f'<polygon points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in corners)}" fill="{color}"/>'
+
+
 def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: float | None = None,
                 failed: frozenset[str] | set[str] = frozenset(), title: str = "", width: int = 520,
-                height: int = 250) -> str:  # fmt: skip
+                height: int = 250, legend: bool = True, graded: bool = True, label: str = "") -> str:  # fmt: skip
     """Rate (y, 0 .. the line rate, in ``unit``) over message size (x, log2, 2 B .. 8 MiB); one line per series,
-    failing series in red, the pass mark dashed. More than 8 series are drawn thin and summed up in the legend."""
+    each with its own colour, dash and marker so that lines on top of each other stay visible, failing series in
+    red, the pass mark dashed (``graded``: judged against ``line``). The legend gives each series' peak; series
+    that draw the same curve share one entry that says so. More than 8 series are drawn thin and summed up."""
     points = [p for s in series.values() for p in s]
     if not points:
         return "<p><em>no data</em></p>"
@@ -57,7 +119,7 @@ def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: 
     x0, x1 = min(X_RANGE[0], math.floor(min(logs))), max(X_RANGE[1], math.ceil(max(logs)))
     top = max(line or 0, nice_ceiling(max(y for _, y in points)) if not line else 0) or 1
     top = max(top, max(y for _, y in points))
-    left, right, upper, bottom = 58, 150, 26, 46
+    left, right, upper, bottom = 58, (190 if legend else 16), 26, 46
     w, h = width - left - right, height - upper - bottom
 
     def px(x: float) -> float:
@@ -66,7 +128,7 @@ def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: 
     def py(y: float) -> float:
         return upper + h - y / top * h
 
-    out = [_svg(width, height, title or f"{unit} by message size")]
+    out = [_svg(width, height, label or title or f"{unit} by message size")]  # label: a name that stays put
     if title:
         out.append(f'<text x="{left}" y="14" font-size="12" font-weight="600">{escape(title)}</text>')
     out.append(f'<rect x="{left}" y="{upper}" width="{w}" height="{h}" fill="#fafafa" stroke="#bbb"/>')
@@ -77,50 +139,107 @@ def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: 
     for e in range(x0, x1 + 1):
         x = px(2**e)
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{upper + h}" y2="{upper + h + 4}" stroke="#888"/>')
-        if e in X_LABELS:
-            out.append(f'<text x="{x:.1f}" y="{upper + h + 16}" font-size="10" text-anchor="middle">'
-                       f"{size_label(2**e)}</text>")  # fmt: skip
+    for _e, x, text in x_ticks(x0, x1, px):  # thinned so that no two labels touch, whatever the range
+        out.append(f'<text x="{x:.1f}" y="{upper + h + 16}" font-size="10" text-anchor="middle" class="xtick">'
+                   f"{text}</text>")  # fmt: skip
     out.append(f'<text x="{left + w / 2}" y="{height - 6}" font-size="11" text-anchor="middle">'
                "message size (bytes, log2 scale)</text>")  # fmt: skip
     mid = upper + h / 2
     out.append(f'<text x="14" y="{mid}" font-size="11" transform="rotate(-90 14 {mid})" '
                f'text-anchor="middle">{escape(unit)}</text>')  # fmt: skip
-    if line:
+    if line and graded:
         ref = PASS_RATIO * line
         out.append(f'<line x1="{left}" x2="{left + w}" y1="{py(ref):.1f}" y2="{py(ref):.1f}" stroke="#d62728" '
-                   'stroke-dasharray="5,4"/>')  # fmt: skip
+                   'stroke-dasharray="5,4" class="passline"/>')  # fmt: skip
         out.append(f'<text x="{left + 4}" y="{py(ref) - 3:.1f}" font-size="10" fill="#d62728">pass {ref:g} '
                    f"{escape(unit)} ({PASS_RATIO:.0%} of {line:g})</text>")  # fmt: skip
     many = len(series) > len(COLORS)
+    style: dict[str, tuple[str, str, str]] = {}  # name -> colour, dash, marker
     for n, (name, pts) in enumerate(series.items()):
         bad = name in failed
         color = "#d62728" if bad else ("#1f77b4" if many else COLORS[n % len(COLORS)])
+        dash = "" if many else DASHES[n % len(DASHES)]
+        style[name] = (color, dash, MARKERS[n % len(MARKERS)])
         path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in sorted(pts))
         stroke = 2 if bad or not many else 1
         opacity = "" if bad or not many else ' stroke-opacity="0.45"'
-        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="{stroke}"{opacity} points="{path}">'
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(f'<polyline fill="none" stroke="{color}" stroke-width="{stroke}"{opacity}{dashed} points="{path}">'
                    f"<title>{escape(name)}</title></polyline>")  # fmt: skip
-    legend = [(name, "#d62728" if name in failed else COLORS[n % len(COLORS)]) for n, name in enumerate(series)]
-    if many:
-        bad = [(name, "#d62728") for name in series if name in failed][:6]
-        legend = [*bad, (f"{len(series) - len(bad)} other pairs", "#1f77b4")]
-    for n, (name, color) in enumerate(legend):
-        y = upper + 4 + n * 16
-        out.append(f'<rect x="{left + w + 10}" y="{y}" width="10" height="10" fill="{color}"/>')
-        out.append(f'<text x="{left + w + 24}" y="{y + 9}" font-size="10">{escape(name)}</text>')
+        if not many and len(series) > 1:
+            out += [_marker(style[name][2], px(x), py(y), color) for x, y in sorted(pts)[n % 3 :: 3]]
+    if legend:
+        out.append(_series_legend(series, style, failed, unit, left + w + 10, upper + 4, many))
     out.append("</svg>")
     return "".join(out)
 
 
-def bar_chart(bars: list[tuple[str, float, float | None, bool]], *, unit: str, width: int = 640) -> str:
-    """Horizontal bars (label, value, expected, ok); the expected value is a thin outline."""
+def _num(value: float) -> str:
+    """A peak in the legend: whole numbers from 100 up (388 Gb/s), one decimal below (23.4 Gb/s)."""
+    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
+
+
+def _peak(pts: list[tuple[int, float]]) -> float:
+    return max((y for _, y in pts), default=0.0)
+
+
+def _series_legend(series: dict[str, list[tuple[int, float]]], style: dict[str, tuple[str, str, str]],
+                   failed: frozenset[str] | set[str], unit: str, x: float, y: float, many: bool) -> str:  # fmt: skip
+    """One entry per series with its peak; series on the same curve share an entry ("rail 0, rail 1: same
+    curve"); past 8 series the failing ones by name and the others as one entry with their range of peaks."""
+    out: list[str] = []
+    entries: list[tuple[str, str, str, str]] = []  # text, colour, dash, marker
+    if many:
+        bad = [name for name in series if name in failed][:6]
+        entries += [(f"{name}: {_num(_peak(series[name]))} {unit}", "#d62728", "", "") for name in bad]
+        rest = [_peak(p) for name, p in series.items() if name not in failed]
+        if rest:
+            spread = _num(min(rest)) if _num(min(rest)) == _num(max(rest)) else f"{_num(min(rest))}-{_num(max(rest))}"
+            entries.append((f"{len(rest)} others: {spread} {unit}", "#1f77b4", "", ""))
+    else:
+        for group in coinciding(series):
+            color, dash, marker = style[group[0]]
+            marker = marker if len(series) > 1 else ""  # a lone line is drawn without markers
+            peak = f"{_num(_peak(series[group[0]]))} {unit}"
+            if len(group) == 1:
+                entries.append((f"{group[0]}: {peak}", color, dash, marker))
+            else:
+                entries.append((f"{len(group)} on one curve, {peak}:", color, dash, marker))
+                entries += [(f"  {name}", style[name][0], style[name][1], style[name][2]) for name in group]
+    for n, (text, color, dash, marker) in enumerate(entries):
+        row = y + n * 15
+        dashed = f' stroke-dasharray="{dash}"' if dash else ""
+        out.append(f'<line x1="{x}" x2="{x + 18}" y1="{row + 5}" y2="{row + 5}" stroke="{color}" stroke-width="2"'
+                   f"{dashed}/>")  # fmt: skip
+        if marker:
+            out.append(_marker(marker, x + 9, row + 5, color))
+        out.append(f'<text x="{x + 22}" y="{row + 9}" font-size="10">{escape(text)}</text>')
+    return "".join(out)
+
+
+def bar_chart(bars: list[tuple[str, float, float | None, bool]], *, unit: str, width: int = 640,
+              axis_title: str = "") -> str:  # fmt: skip
+    """Horizontal bars (label, value, expected, ok) over a value axis from 0 with ticks, gridlines and its title
+    (``axis_title``, else the unit); the expected value is a dashed outline."""
     if not bars:
         return "<p><em>no data</em></p>"
-    left, row = 230, 24
-    vmax = max([v for _, v, _, _ in bars] + [e or 0 for _, _, e, _ in bars]) or 1
+    left, row, axis_h = 230, 24, 40
+    vmax = nice_ceiling(max([v for _, v, _, _ in bars] + [e or 0 for _, _, e, _ in bars]) or 1)
     w = width - left - 70
-    height = row * len(bars) + 10
+    plot_h = row * len(bars) + 6
+    height = plot_h + axis_h
     out = [_svg(width, height, f"bars in {unit}")]
+    for k in range(5):  # value axis: ticks, gridlines and labels at quarters of a round maximum
+        value = vmax * k / 4
+        x = left + value / vmax * w
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="2" y2="{plot_h}" stroke="#e6e6e6"/>')
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{plot_h}" y2="{plot_h + 4}" stroke="#888"/>')
+        out.append(f'<text x="{x:.1f}" y="{plot_h + 15}" font-size="10" text-anchor="middle" class="xtick">'
+                   f"{value:g}</text>")  # fmt: skip
+    out.append(f'<line x1="{left}" x2="{left + w}" y1="{plot_h}" y2="{plot_h}" stroke="#888"/>')
+    out.append(f'<line x1="{left}" x2="{left}" y1="2" y2="{plot_h}" stroke="#888"/>')
+    out.append(f'<text x="{left + w / 2:.1f}" y="{height - 4}" font-size="11" text-anchor="middle">'
+               f"{escape(axis_title or unit)}</text>")  # fmt: skip
     for i, (label, value, expected, ok) in enumerate(bars):
         y = 5 + i * row
         color = "#2ca02c" if ok else "#d62728"
@@ -157,7 +276,9 @@ def heat_map(
     label_w = max(40, 7 * max((len(r) for r in rows), default=4) + 10)
     left, upper = label_w + 18, 30 + 7 * max((len(c) for c in cols), default=4)
     grid_w, grid_h = len(cols) * size, len(rows) * size
-    width, height = max(left + grid_w + 10, 600 if legend else 0), upper + grid_h + (48 if legend else 10)
+    title_w = text_width(title, 12) + 6 if title else 0  # a small map is at least as wide as its title
+    width = max(left + grid_w + 10, 640 if legend else 0, title_w)
+    height = upper + grid_h + (48 if legend else 10)
     out = [_svg(width, height, title or "heat map")]
     if title:
         out.append(f'<text x="2" y="14" font-size="12" font-weight="600">{escape(title)}</text>')
@@ -202,6 +323,7 @@ def _legend(x: float, y: float, note: str) -> str:
     for kind in ("pass", "warn", "fail", "none", "wait"):
         out.append(f'<rect x="{x}" y="{y}" width="12" height="12" fill="{BANDS[kind]}" stroke="#ccc"/>')
         out.append(f'<text x="{x + 16}" y="{y + 10}" font-size="10">{BAND_TEXT[kind]}</text>')
-        x += 22 + 5.6 * len(BAND_TEXT[kind].replace("&#8805;", "=").replace("&#8211;", "-").replace("&lt;", "<"))
+        shown = BAND_TEXT[kind].replace("&#8805;", "=").replace("&#8211;", "-").replace("&lt;", "<")
+        x += 16 + text_width(shown, 10) + 10
     out.append(f'<text x="{x}" y="{y + 10}" font-size="10" fill="#555">{escape(note)}</text>')
     return "".join(out)

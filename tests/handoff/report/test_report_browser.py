@@ -18,11 +18,11 @@ WIDTH = 1200
 # only the timings of the stages that ran.
 DEMO_CHARTS = {
     "bars in s",  # stage wall times
-    "Gb/s by message size",  # the per-rail sweep
+    "rail 0 sweep: Gb/s by message size",  # the per-rail sweeps, one small chart per rail
     "bars in Gb/s",  # all rails together
-    "all 4 rails together (Gb/s summed)",  # the host-pair heat map, then one per rail
-    "rail 0",
-    "rail 3",
+    "all 4 rails together: % of the pair's summed line rate",  # the host-pair heat map, then one per rail
+    "rail 0: % of line rate",
+    "rail 3: % of line rate",
     "bars in us",  # latency
     "NCCL all_reduce_perf busbw",
 }
