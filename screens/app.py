@@ -475,9 +475,12 @@ def run_app(
     reset: bool = False,
     profile: str | None = None,
     answers: Answers | None = None,
+    switch_os: str | None = None,
 ) -> int:
     """Open the wizard (wizard/cli/run.py on a terminal without --answers; wizard/cli/tui.py with ``answers``)."""
-    engine = EngineLink(state_dir, demo=demo, faults=faults, reset=reset, profile=profile, answers=answers)
+    engine = EngineLink(
+        state_dir, demo=demo, faults=faults, reset=reset, profile=profile, answers=answers, switch_os=switch_os
+    )
     _log_asyncio_to(engine.store.logs_dir / "wizard-ui.log")
     app = WizardApp(engine)
     app.run()

@@ -44,11 +44,13 @@ class EngineLink:
         reset: bool = False,
         profile: str | None = None,
         answers: Answers | None = None,
+        switch_os: str | None = None,
     ) -> None:
         """``answers``: the file ``roce-wizard tui --answers`` opened (it wins over saved ones); else the state
         directory's saved answers, else (a real cluster) the last ones used, else none: an empty bring-up."""
         self.demo = demo
         self.profile = profile  # the simulated cluster's shape (--profile rails-16); None: the reference pair
+        self.switch_os = switch_os  # the NOS of the simulated switches (--switch-os); None: what the state holds
         self.faults = list(faults or [])
         self.password: str | None = None
         self.bus = EventBus()
@@ -152,7 +154,14 @@ class EngineLink:
             check_faults(self.answers, self.faults)
             stack = contextlib.AsyncExitStack()
             self._targets = await stack.enter_async_context(
-                simulated_targets(self.answers, self.faults, self.password, self.state_dir, self.profile or "reference")
+                simulated_targets(
+                    self.answers,
+                    self.faults,
+                    self.password,
+                    self.state_dir,
+                    self.profile or "reference",
+                    self.switch_os,
+                )
             )
             self._stack = stack
             self._lab_hosts = self.host_names

@@ -140,3 +140,15 @@ def test_tui_without_a_terminal_says_how_to_run_headless(tmp_path: Path, capsys:
     assert capsys.readouterr().err == (
         "roce-wizard: tui needs a terminal; without one run the stages headless: roce-wizard --answers FILE\n"
     )
+
+
+def test_the_wizard_passes_switch_os_to_its_simulated_switches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[WizardApp] = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.setattr("screens.app._log_asyncio_to", lambda path: None)
+    monkeypatch.setattr(WizardApp, "run", lambda self: opened.append(self))
+    state = ["--state-dir", str(tmp_path / "state")]
+    for argv in (["tui", "--demo", "--profile", "rails-16", *state], ["--demo", "--profile", "rails-16", *state]):
+        assert main([*argv, "--switch-os", "sonic"]) == 0
+        assert opened.pop().engine.switch_os == "sonic"

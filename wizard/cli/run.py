@@ -51,7 +51,12 @@ def main(argv: list[str]) -> int:
 
         check_target(args, "the wizard", required=False)
         return run_app(
-            state_dir=args.state_dir, demo=args.demo, faults=args.fault, reset=args.reset, profile=args.profile
+            state_dir=args.state_dir,
+            demo=args.demo,
+            faults=args.fault,
+            reset=args.reset,
+            profile=args.profile,
+            switch_os=args.switch_os,  # the wizard's simulated switches, as headless mode's
         )
     if args.answers is None and not args.demo:
         raise UsageError("no terminal for the wizard: give --answers FILE to run headless (or --demo)")

@@ -41,11 +41,6 @@ def prepare(argv: list[str]) -> tuple[argparse.Namespace, Answers | None]:
     mistake is raised before the wizard takes the terminal."""
     args = parser().parse_args(argv)
     check_target(args, "tui", required=False)
-    if args.switch_os:
-        raise UsageError(
-            "tui: --switch-os is not taken by the wizard; its simulated switches run what the state directory's run "
-            "(choose the NOS with a headless run or lab serve)"
-        )
     if args.reset and not args.demo:
         raise UsageError("tui: --reset only applies to the simulated cluster (--demo)")
     if args.answers is None:
@@ -68,4 +63,5 @@ def main(argv: list[str]) -> int:
         reset=args.reset,
         profile=args.profile,
         answers=answers,
+        switch_os=args.switch_os,
     )
