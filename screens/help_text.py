@@ -20,7 +20,7 @@ KEYS = """
 | h | find a host by name (type part of it) and show it on this page |
 | / | filter the list: host, address, port, switch, check or evidence words (all must match) |
 | f | failed only (hosts, discovery, a stage's plan / checks / logs, summary) |
-| g | group by leaf switch (rail 0's LLDP neighbour; hosts, discovery, summary) |
+| g | group by leaf switches (every rail's LLDP neighbour, 'leaf-r0..r7'; hosts, discovery, summary) |
 | L | open the full log of the shown host |
 | ctrl+s | save the answers file for headless replay |
 | B | (summary) bandwidth test between the hosts, per rail |

@@ -203,7 +203,7 @@ class MainScreen(Screen[None]):
         if bar is None:
             return
         if bar.toggle_grouped() and not any(s.leaf for s in self.wizard.facts_index().summaries.values()):
-            self.notify("no leaf known yet: discovery reads it from rail 0's LLDP neighbour", timeout=4)
+            self.notify("no leaf known yet: discovery reads each rail's from its LLDP neighbour", timeout=4)
 
     def action_find_host(self) -> None:
         """Search the hosts by name (substring or fuzzy) and show the chosen one on this page."""
