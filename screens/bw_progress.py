@@ -108,23 +108,23 @@ class BwProgress:
                 left -= min(each, self.clock() - self.last[kind])
         return max(0.0, left)
 
-    def line(self, width: int = 24) -> str:
-        """The progress line: a bar, tests done/total by kind, elapsed and the ETA."""
+    def line(self, width: int = 16) -> str:
+        """The progress line: a bar, tests done/total and by kind, elapsed and the ETA ("guess" until a test has
+        been timed)."""
         now = self.finished_at if self.finished_at is not None else self.clock()
-        elapsed = f"{duration(now - self.started_at)} elapsed"
+        elapsed = duration(now - self.started_at)
         total = self.tests_total
         if total is None:
-            return f"tests: counting (the run says how many once the hosts are read) · {elapsed}"
+            return f"tests: counted once the hosts are read · {elapsed}"
         done = min(self.tests_done, total)
         filled = round(width * done / total) if total else width
         bar = "█" * filled + "░" * (width - filled)
-        kinds = ", ".join(f"{NAMES[k]} {self.done[k]}/{self.total[k]}" for k in KINDS if self.total[k])
+        kinds = " ".join(f"{NAMES[k]} {self.done[k]}/{self.total[k]}" for k in KINDS if self.total[k])
         eta = self.eta_s()
         if self.finished_at is not None:
             left = "finished"
         elif eta is None:
             left = ""
         else:
-            basis = "measured test times" if self.measured() else "typical test times"
-            left = f"about {duration(eta)} left (from {basis})"
-        return f"{bar} {done}/{total} tests ({kinds}) · {elapsed} · {left}".rstrip(" ·")
+            left = f"about {duration(eta)} left" + ("" if self.measured() else " (a guess until a test is timed)")
+        return f"{bar} {done}/{total} tests · {kinds} · {elapsed} · {left}".rstrip(" ·")

@@ -167,7 +167,9 @@ class SweepsView(Vertical):
 
     def on_select_changed(self, event: Select.Changed) -> None:
         event.stop()
-        if self._syncing or not isinstance(event.value, str):
+        # Setting the picker from code (p / P) posts Changed too, handled later: one that no longer matches the
+        # picker is stale, and following it would undo the keys pressed since.
+        if self._syncing or not isinstance(event.value, str) or event.value != event.select.value:
             return
         pair = None if event.value == FOLLOW else tuple(event.value.split("|", 1))
         if pair != self.pair:
