@@ -7,8 +7,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from rich.markup import escape
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -16,11 +14,12 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Header, Label, Static, TabbedContent, TabPane
 
 from screens.bw_progress import BwProgress
-from screens.heatmap import HeatMap, grid
+from screens.bw_results import NCCL_OFF, cross_text, verdict_text
+from screens.heatmap import HeatMap
 from screens.incast_view import IncastView
 from screens.sidebar import Sidebar
 from screens.sweeps_view import SweepsView
-from wizard.validate.model import PASS_RATIO, RailResult, Report
+from wizard.validate.model import RailResult, Report
 
 EventFn = Callable[[str, dict[str, Any]], None]
 RunFn = Callable[[EventFn], Awaitable[Report]]
@@ -305,15 +304,7 @@ class BandwidthScreen(Screen):
         """Rail x rail of each pair (client rail down, server rail across): the paths through the spine."""
         peer = x.peer_rail if x.peer_rail is not None else x.rail
         self._cross.setdefault((x.client.host, x.server.host), {})[(x.rail, peer)] = (x.gbps, x.expected_gbps)
-        out = Text()
-        for (client, server), cells in self._cross.items():
-            n = max(max(i, j) for i, j in cells) + 1
-            names = [f"rail {i}" for i in range(n)]
-            title = f"cross-rail {client} (rows: its rail) -> {server} (columns: its rail), % of line rate"
-            out.append(f"\n{title}\n", "bold")
-            # Rail i to rail i is the per-rail test, not a path through the spine: the diagonal stays blank.
-            out.append_text(grid(names, names, lambda a, b, c=cells: c.get((int(a[5:]), int(b[5:]))), diagonal=True))
-        self.query_one("#bw-cross", Static).update(out)
+        self.query_one("#bw-cross", Static).update(cross_text(self._cross))
 
     def _nccl(self, n: Any) -> None:
         self._nccl_seen = True
@@ -333,30 +324,8 @@ class BandwidthScreen(Screen):
         for cell in report.matrix:  # a run that sent no cell events still fills the map
             if frozenset((cell.a, cell.b)) not in heat.cells:
                 heat.add(cell)
-        color = "green" if report.verdict == "pass" else "red"
-        lines = [
-            f"[b {color}]Verdict: {report.verdict.upper()}[/]  (a rail passes at >= {PASS_RATIO:.0%} of line rate)"
-        ]
-        if len(report.aggregate) <= 4:
-            lines += [
-                f"  {a.hosts[0]} <-> {a.hosts[1]}: {a.gbps:.1f} of {a.expected_gbps:.0f} Gb/s all rails together"
-                for a in report.aggregate
-            ]
-        else:  # the matrix tab shows every pair; here only how many failed
-            slow = sum(a.status != "pass" for a in report.aggregate)
-            lines.append(f"  all rails together: {len(report.aggregate)} host pairs, {slow} below the pass mark (m)")
-        if report.incast:
-            bad = sum(x.status == "fail" for x in report.incast)
-            lines.append(f"  incast: {len(report.incast) - bad}/{len(report.incast)} rounds pass (Incast tab)")
-        bad = [i for i in report.lint if i.status != "pass"]
-        lines.append(f"  lint: {len(report.lint) - len(bad)}/{len(report.lint)} pass")
         if not self._nccl_seen:  # NCCL was not asked for: its chart and row stay away, one line says so
-            why = report.nccl.reason or "off for this test (--no-nccl, --incast or --cross-rail)"
-            self.query_one(SweepsView).nccl_not_run(why)
-            lines.append(f"  NCCL: not run: {escape(why)}")
-        elif not report.nccl.busbw:
-            lines.append(f"  NCCL: did not run: {escape(report.nccl.reason or 'no result')}")
-        lines += [f"  cause {n}: {c}" for n, c in enumerate(report.causes[:6], 1)]
-        self.query_one("#bw-verdict", Static).update("\n".join(lines))
+            self.query_one(SweepsView).nccl_not_run(report.nccl.reason or NCCL_OFF)
+        self.query_one("#bw-verdict", Static).update(verdict_text(report, nccl_seen=self._nccl_seen))
         self._phase(f"done: {report.verdict.upper()} (m matrix, s sweeps, i incast, t results)")
         self._show_tab("tab-results")
