@@ -32,6 +32,12 @@ class LogPanel(Vertical):
             yield Label("  [ ] other host · L full log", classes="hint")
         yield Log(max_lines=MAX_LINES, id="log")
 
+    def on_mount(self) -> None:
+        """A page built after its host's lines arrived (a stage page first opened after a bandwidth test, say)
+        shows them: only lines drained while the page is shown reach it through ``ingest``."""
+        if self.host is not None:
+            self.query_one(Log).write_lines(self.buffers.tail(self.host))
+
     def set_hosts(self, hosts: list[str], *, keep_host: bool = False) -> None:
         """The hosts [ and ] step through (a filtered list); ``keep_host`` keeps the shown one when it is listed."""
         if hosts == self.hosts and (keep_host or self.host == (hosts[0] if hosts else None)):

@@ -97,3 +97,12 @@ async def test_the_pane_shows_the_folded_tail_of_a_host_when_it_is_picked():
         assert shown[0] == "$ sudo ethtool -S ens1f0np0"
         assert "  … 26,104 more lines of output (L: full log)" in shown
         assert shown[-1] == "  = exit 1" and len(shown) == HEAD + 3
+
+
+async def test_a_pane_built_after_the_lines_came_shows_them():
+    buffers = LogBuffers()
+    buffers.add("h1", "$ ethtool -S ens1f0np0")
+    buffers.add("h1", "  = exit 1")
+    async with PaneApp(buffers).run_test() as pilot:
+        await pilot.pause()
+        assert list(pilot.app.query_one(Log).lines) == ["$ ethtool -S ens1f0np0", "  = exit 1"]
