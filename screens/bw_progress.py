@@ -42,14 +42,22 @@ class BwProgress:
         self.finished_at: float | None = None
 
     # -- events ---------------------------------------------------------------------------------------------------
-    def plan(self, tests: dict[str, int]) -> None:
-        """The run's announced counts per kind (kinds that will not run are 0)."""
+    def plan(self, tests: dict[str, int], seconds: dict[str, float] | None = None) -> None:
+        """The run's announced counts per kind (kinds that will not run are 0) and its own estimates of a phase's
+        seconds, where it has one (the all-pairs rounds run their pairs side by side: per pair, far less than a
+        pair alone)."""
         self.total = {k: int(tests.get(k, 0)) for k in KINDS}
+        for kind, total_s in (seconds or {}).items():
+            if kind in self.total:
+                self.estimate_kind(kind, self.total[kind], total_s)
+
+    def estimate_kind(self, kind: str, tests: int, seconds: float) -> None:
+        if tests > 0 and seconds > 0:
+            self.typical[kind] = seconds / tests
 
     def estimate(self, pairs: int, seconds: float) -> None:
         """The run's own estimate of the all-pairs phase: the per-pair time until a pair is measured."""
-        if pairs > 0 and seconds > 0:
-            self.typical["together"] = seconds / pairs
+        self.estimate_kind("together", pairs, seconds)
 
     def phase(self, name: str) -> None:
         kind = PHASE_KIND.get(name)

@@ -239,7 +239,7 @@ class BandwidthScreen(Screen):
             bad = sum(i.status != "pass" for i in data["items"])
             self._phase(f"lint: {len(data['items']) - bad}/{len(data['items'])} pass; planning the tests")
         elif kind == "plan":
-            progress.plan(data["tests"])
+            progress.plan(data["tests"], data.get("seconds"))
         elif kind == "estimate" and data.get("phase", "together") == "together":
             heat.estimate(data.get("rounds", 0), data.get("pairs", 0))
             progress.estimate(data.get("pairs", 0), data.get("seconds", 0.0))

@@ -39,7 +39,7 @@ class SweepsView(Vertical):
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="bw-pairbar"):
-            yield Select([("each rail's latest sweep (follows the run)", FOLLOW)], value=FOLLOW, allow_blank=False,
+            yield Select([("latest sweep of each rail (live)", FOLLOW)], value=FOLLOW, allow_blank=False,
                          compact=True, id="bw-pair")  # fmt: skip
             yield Label("  p / P: next / previous pair", classes="hint")
         with VerticalScroll(id="bw-charts"):
@@ -156,7 +156,7 @@ class SweepsView(Vertical):
 
     def _sync_picker(self) -> None:
         select = self.query_one("#bw-pair", Select)
-        options = [("each rail's latest sweep (follows the run)", FOLLOW)]
+        options = [("latest sweep of each rail (live)", FOLLOW)]
         options += [(pair_label(p), "|".join(p)) for p in self.by_pair]
         self._syncing = True
         try:

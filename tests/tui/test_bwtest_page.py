@@ -228,3 +228,10 @@ async def test_b_shows_the_page_at_once_while_the_hosts_are_still_being_connecte
         opened.set()
         await pilot.pause(0.1)
         assert "stopped: no lab in this test" in text(screen.query_one("#bw-phase", Static)), "said, not hidden"
+
+
+def test_the_runs_own_all_pairs_estimate_replaces_the_typical_pair_time_from_the_start():
+    """16 hosts run 8 pairs side by side: 15 rounds of (3 s + setup) for 120 pairs, not 120 x 4.5 s."""
+    p = BwProgress(clock=lambda: 0.0)
+    p.plan({"alone": 0, "together": 120, "latency": 0, "nccl": 0}, {"together": 15 * 4.5})
+    assert p.eta_s() == 15 * 4.5

@@ -141,7 +141,8 @@ class Validation:
         # How many tests of each kind follow, before the first one runs: the live page's progress and ETA.
         tests = {"alone": swept if o.sweep else 0, "together": sum(len(g) for g in schedule),
                  "latency": swept if o.latency else 0, "nccl": int(o.nccl)}  # fmt: skip
-        self.emit("plan", {"tests": tests})
+        self.emit("plan", {"tests": tests, "seconds": {"together": estimate_s(len(self.hosts), o.together_s) if schedule
+                                                        else 0.0}})  # fmt: skip
         ports = {n: [(p.netdev, p.rdma_device) for p in h.rails() if p.netdev and p.rdma_device]
                  for n, h in self.facts.items()}  # fmt: skip
         self.emit("phase", {"name": "counters", "text": "reading the ports' PFC/ECN counters before the tests"})
