@@ -19,17 +19,22 @@ PASS_STYLE = "red"
 
 
 def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int = 4, color: str = "cyan",
-          note: str = "", mark: float | None = None) -> Text:  # fmt: skip
+          note: str = "", mark: float | None = None, width: int | None = None) -> Text:  # fmt: skip
     """Bars of ``points`` (message bytes -> rate) under a y axis from 0 to ``top`` (the line rate) and over an
-    x axis of message sizes, one column per power of two. ``mark`` (the pass rate) is drawn as a dashed line
-    across the empty cells of the text row it falls in, labelled at its right end."""
+    x axis of message sizes, one column per power of two (two where ``width`` allows). ``mark`` (the pass rate)
+    is drawn as a dashed line across the empty cells of the text row it falls in, labelled at its right end."""
     logs = {round(math.log2(max(1, size))): rate for size, rate in points.items()}
     lo = min([X_RANGE[0], *logs])
     hi = max([X_RANGE[1], *logs])
-    cw = 2 if hi - lo < 32 else 1
     ymax = top or nice_ceiling(max(logs.values(), default=0.0))
     ticks = {0: f"{ymax:g}", rows // 2: f"{ymax / 2:g}"} if rows >= 3 else {0: f"{ymax:g}"}
     lw = max(len(unit), *(len(t) for t in ticks.values()), 1)
+    mark_label = f" pass {mark:g}" if mark else ""
+    cw = 2 if hi - lo < 32 else 1
+    if width is not None and lw + 1 + (hi - lo + 1) * cw + len(mark_label) > width:
+        mark_label = ""  # a narrow pane: the title line above says where the pass line is
+        if lw + 1 + (hi - lo + 1) * cw > width:
+            cw = 1  # narrower still: one column per size keeps every line whole
     # The text row whose band [floor, floor + ymax / rows) holds the pass rate.
     mark_row = rows - 1 - min(rows - 1, int(mark / ymax * rows)) if mark and mark <= ymax else None
     out = Text(no_wrap=True, overflow="crop")
@@ -52,7 +57,7 @@ def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int =
             else:
                 out.append(BLOCKS[eighths] * cw, style=color)
         if r == mark_row:
-            out.append(f" pass {mark:g}", style=PASS_STYLE)
+            out.append(mark_label, style=PASS_STYLE)
         out.append("\n")
     labels = [x for x in (1, 6, 10, 15, 20, 23, 30) if lo <= x <= hi]
     axis = ["─"] * ((hi - lo + 1) * cw)
@@ -68,7 +73,9 @@ def chart(points: dict[int, float], *, top: float | None, unit: str, rows: int =
             continue
         line[at : at + len(text)] = text
         end = at + len(text)
-    out.append(" " * (lw + 1) + "".join(line).rstrip() + "  message size", style="dim")
+    sizes = " " * (lw + 1) + "".join(line).rstrip()
+    fits = width is None or len(sizes) + 14 <= width
+    out.append(sizes + ("  message size" if fits else ""), style="dim")
     return out
 
 
@@ -116,9 +123,17 @@ class SweepChart(Widget):
         self.refresh(layout=True)
 
     def render(self) -> Text:
+        """The title (broken before the rate when the pane is narrow), then the chart, never wrapped."""
         s = self.sweep
-        out = Text.from_markup(s.title + "\n")
+        width = self.size.width or None
+        title = Text.from_markup(s.title)
+        if width is not None and title.cell_len > width and "  " in title.plain:
+            title = Text("\n").join(title.split("  "))
+        out = Text(no_wrap=True, overflow="crop")
+        out.append_text(title)
+        out.append("\n")
         mark = PASS_RATIO * s.top if s.top and s.graded else None
         note = f"pass >= {mark:g} ({PASS_RATIO:.0%} of the {s.top:g} line rate)" if mark else ""
-        out.append_text(chart(s.points, top=s.top, unit=self.unit, rows=self.rows, color=s.color, note=note, mark=mark))
+        out.append_text(chart(s.points, top=s.top, unit=self.unit, rows=self.rows, color=s.color, note=note,
+                              mark=mark, width=width))  # fmt: skip
         return out

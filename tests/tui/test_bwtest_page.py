@@ -235,3 +235,13 @@ def test_the_runs_own_all_pairs_estimate_replaces_the_typical_pair_time_from_the
     p = BwProgress(clock=lambda: 0.0)
     p.plan({"alone": 0, "together": 120, "latency": 0, "nccl": 0}, {"together": 15 * 4.5})
     assert p.eta_s() == 15 * 4.5
+
+
+def test_a_narrow_pane_keeps_every_chart_line_whole_and_the_pass_line():
+    points = {1 << e: min(395.0, 2.0**e / 100) for e in range(1, 24)}
+    for width, columns in ((80, 2), (56, 2), (40, 1)):
+        lines = chart(points, top=400.0, unit="Gb/s", mark=360.0, width=width, note="").plain.split("\n")
+        assert max(len(line) for line in lines) <= width, (width, lines)
+        assert PASS_MARK in lines[1], "the pass line is drawn at any width"
+        assert lines[-2].count("┬") == 6 and len(lines[-2]) == 5 + 23 * columns, (width, lines[-2])
+    assert "pass 360" in chart(points, top=400.0, unit="Gb/s", mark=360.0, width=80).plain
