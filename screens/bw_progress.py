@@ -116,7 +116,7 @@ class BwProgress:
                 left -= min(each, self.clock() - self.last[kind])
         return max(0.0, left)
 
-    def line(self, width: int = 16) -> str:
+    def line(self, width: int = 12) -> str:
         """The progress line: a bar, tests done/total and by kind, elapsed and the ETA ("guess" until a test has
         been timed)."""
         now = self.finished_at if self.finished_at is not None else self.clock()
@@ -135,4 +135,5 @@ class BwProgress:
             left = ""
         else:
             left = f"about {duration(eta)} left" + ("" if self.measured() else " (a guess until a test is timed)")
-        return f"{bar} {done}/{total} tests · {kinds} · {elapsed} · {left}".rstrip(" ·")
+        # What a narrow pane crops last comes first: the count, then the time left.
+        return " · ".join(part for part in (f"{bar} {done}/{total} tests", left, elapsed, kinds) if part)

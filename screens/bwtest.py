@@ -79,7 +79,7 @@ class BandwidthScreen(Screen):
     ]
     DEFAULT_CSS = """
     BandwidthScreen #bw-page { width: 1fr; height: 100%; padding: 0 1; }
-    BandwidthScreen #bw-phase { height: 1; background: $boost; }
+    BandwidthScreen #bw-phase { height: auto; max-height: 2; background: $boost; }
     BandwidthScreen #bw-progress { height: 1; }
     BandwidthScreen #bw-tabs { height: 1fr; }
     BandwidthScreen #bw-tabs > ContentSwitcher { height: 1fr; }

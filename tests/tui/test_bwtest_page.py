@@ -176,7 +176,7 @@ def test_progress_counts_tests_and_the_eta_comes_from_measured_test_times():
     now[0] += 1.0  # half-way through the fifth sweep
     assert p.eta_s() == 6 * 2.0 - 1.0 + 6 * 5.0 + 20.0
     p.end()
-    assert p.eta_s() == 0.0 and p.line().endswith("finished")
+    assert p.eta_s() == 0.0 and p.line().startswith("███░░░░░░░░░ 4/17 tests · finished · 9 s")
 
 
 def test_durations_read_as_a_person_would_say_them():
