@@ -208,7 +208,8 @@ class BandwidthScreen(Screen):
         self._show_tab("tab-sweeps", user=True)
 
     def action_tab(self, tab: str) -> None:
-        self._show_tab(tab, user=True)
+        if self.query_one("#bw-tabs", TabbedContent).get_tab(tab).display:  # hidden: that test did not run
+            self._show_tab(tab, user=True)
 
     def _show_tab(self, tab: str, *, user: bool = False) -> None:
         if user:
@@ -327,5 +328,12 @@ class BandwidthScreen(Screen):
         if not self._nccl_seen:  # NCCL was not asked for: its chart and row stay away, one line says so
             self.query_one(SweepsView).nccl_not_run(report.nccl.reason or NCCL_OFF)
         self.query_one("#bw-verdict", Static).update(verdict_text(report, nccl_seen=self._nccl_seen))
-        self._phase(f"done: {report.verdict.upper()} (m matrix, s sweeps, i incast, t results)")
+        # What did not run is not offered: no Incast tab without incast rounds, no Sweeps tab without a sweep.
+        tabs = self.query_one("#bw-tabs", TabbedContent)
+        shown = {"tab-incast": bool(report.incast), "tab-sweeps": bool(report.rails or report.nccl.busbw)}
+        for tab, ran in shown.items():
+            (tabs.show_tab if ran else tabs.hide_tab)(tab)
+        keys = ["m matrix", *(["s sweeps"] if shown["tab-sweeps"] else []),
+                *(["i incast"] if shown["tab-incast"] else []), "t results"]  # fmt: skip
+        self._phase(f"done: {report.verdict.upper()} ({', '.join(keys)})")
         self._show_tab("tab-results")

@@ -41,7 +41,7 @@ class SweepsView(Vertical):
         with Horizontal(id="bw-pairbar"):
             yield Select([("latest sweep of each rail (live)", FOLLOW)], value=FOLLOW, allow_blank=False,
                          compact=True, id="bw-pair")  # fmt: skip
-            yield Label("  p / P: next / previous pair", classes="hint")
+            yield Label("  p/P: other pair", classes="hint")
         with VerticalScroll(id="bw-charts"):
             yield Static("", id="bw-nccl")
 

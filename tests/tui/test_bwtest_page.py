@@ -245,3 +245,23 @@ def test_a_narrow_pane_keeps_every_chart_line_whole_and_the_pass_line():
         assert PASS_MARK in lines[1], "the pass line is drawn at any width"
         assert lines[-2].count("┬") == 6 and len(lines[-2]) == 5 + 23 * columns, (width, lines[-2])
     assert "pass 360" in chart(points, top=400.0, unit="Gb/s", mark=360.0, width=80).plain
+
+
+async def test_tabs_of_tests_that_did_not_run_are_hidden_when_the_run_ends():
+    report, evs = build()
+    report.incast = []  # the "done" event carries this report: a run without incast rounds
+
+    async def run(emit):  # type: ignore[no-untyped-def]
+        for kind, data in evs:
+            if kind != "incast":
+                emit(kind, data)
+        return report
+
+    screen = BandwidthScreen(simulated=True, run=run)
+    async with Host(screen).run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        tabs = screen.query_one("#bw-tabs")
+        assert not tabs.get_tab("tab-incast").display and tabs.get_tab("tab-sweeps").display
+        await pilot.press("i")
+        assert tabs.active == "tab-results", "i does nothing when no incast ran"
+        assert "i incast" not in text(screen.query_one("#bw-phase", Static))
