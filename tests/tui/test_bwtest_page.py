@@ -265,3 +265,15 @@ async def test_tabs_of_tests_that_did_not_run_are_hidden_when_the_run_ends():
         await pilot.press("i")
         assert tabs.active == "tab-results", "i does nothing when no incast ran"
         assert "i incast" not in text(screen.query_one("#bw-phase", Static))
+
+
+async def test_picking_another_page_in_the_sidebar_leaves_the_test_for_that_page():
+    shown: list[str] = []
+    screen = BandwidthScreen(simulated=True, run=events())
+    app = Wizardish(screen)
+    app.main = type("Main", (), {"show_page": lambda self, page: shown.append(page)})()  # type: ignore[attr-defined]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        screen.query_one(Sidebar).post_message(Sidebar.Jump("network"))
+        await pilot.pause()
+        assert pilot.app.screen is not screen and shown == ["network"]
