@@ -87,13 +87,12 @@ class BwProgress:
         return sum(self.total.values()) if self.total else None
 
     def per_test(self, kind: str) -> float:
-        """Measured seconds per test of this kind (its phase's time over its tests), else the typical time; a
-        test running longer than that makes the figure grow with it."""
+        """Measured seconds per test of this kind (its phase's time over its tests), else the typical time. The
+        time a first test has been running is no per-test figure: the all-pairs phase runs a round's pairs side
+        by side, so multiplying it by the tests left would overstate the wait many times over."""
         done = self.done[kind]
         if kind in self.began and done:
             return (self.last[kind] - self.began[kind]) / done
-        if kind in self.began:  # the first test of the kind is still running
-            return max(self.typical[kind], self.clock() - self.began[kind])
         return self.typical[kind]
 
     def measured(self) -> bool:

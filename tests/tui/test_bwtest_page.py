@@ -232,9 +232,13 @@ async def test_b_shows_the_page_at_once_while_the_hosts_are_still_being_connecte
 
 def test_the_runs_own_all_pairs_estimate_replaces_the_typical_pair_time_from_the_start():
     """16 hosts run 8 pairs side by side: 15 rounds of (3 s + setup) for 120 pairs, not 120 x 4.5 s."""
-    p = BwProgress(clock=lambda: 0.0)
+    now = [0.0]
+    p = BwProgress(clock=lambda: now[0])
     p.plan({"alone": 0, "together": 120, "latency": 0, "nccl": 0}, {"together": 15 * 4.5})
     assert p.eta_s() == 15 * 4.5
+    p.phase("together")
+    now[0] += 4.0  # the first round is under way: 8 pairs at once, none finished yet
+    assert p.eta_s() == 15 * 4.5, "not 120 x the 4 s the first round has taken so far"
 
 
 def test_a_narrow_pane_keeps_every_chart_line_whole_and_the_pass_line():
