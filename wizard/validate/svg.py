@@ -7,6 +7,7 @@ from collections.abc import Callable
 from html import escape
 
 from wizard.validate.model import PASS_RATIO, WARN_RATIO, share_band
+from wizard.validate.svg_series import DASHES, MARKERS, marker, series_legend
 
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 BANDS = {"pass": "#2ca02c", "warn": "#ffbf00", "fail": "#d62728", "none": "#8e44ad", "wait": "#eeeeee"}
@@ -71,40 +72,6 @@ def _svg(width: float, height: float, label: str) -> str:
             f'aria-label="{escape(label)}">')  # fmt: skip
 
 
-DASHES = ("", "7,3", "2,3", "9,3,2,3", "4,4", "12,4", "1,2", "6,2,2,2")  # one per series: coinciding lines interleave
-MARKERS = ("circle", "square", "triangle", "diamond")
-SAME_WITHIN = 0.01  # series within 1 % of each other at every size are one curve on the page: the legend says so
-
-
-def coinciding(series: dict[str, list[tuple[int, float]]]) -> list[list[str]]:
-    """Groups of series that draw the same curve (each point within SAME_WITHIN of the group's first series)."""
-    groups: list[list[str]] = []
-    for name, pts in series.items():
-        mine = dict(pts)
-        for group in groups:
-            ref = dict(series[group[0]])
-            if ref.keys() == mine.keys() and all(
-                abs(mine[k] - v) <= SAME_WITHIN * max(abs(v), abs(mine[k]), 1e-9) for k, v in ref.items()
-            ):
-                group.append(name)
-                break
-        else:
-            groups.append([name])
-    return groups
-
-
-def _marker(kind: str, x: float, y: float, color: str) -> str:
-    if kind == "circle":
-        return f'<circle cx="{x:.1f}" cy="{y:.1f}" r="2.6" fill="{color}"/>'
-    if kind == "square":
-        return f'<rect x="{x - 2.4:.1f}" y="{y - 2.4:.1f}" width="4.8" height="4.8" fill="{color}"/>'
-    if kind == "triangle":
-        corners = [(x, y - 3.2), (x - 3, y + 2.4), (x + 3, y + 2.4)]
-    else:
-        corners = [(x, y - 3.4), (x + 3, y), (x, y + 3.4), (x - 3, y)]
-    return f'<polygon points="{" ".join(f"{a:.1f},{b:.1f}" for a, b in corners)}" fill="{color}"/>'
-
-
 def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: float | None = None,
                 failed: frozenset[str] | set[str] = frozenset(), title: str = "", width: int = 520,
                 height: int = 250, legend: bool = True, graded: bool = True, label: str = "") -> str:  # fmt: skip
@@ -167,53 +134,10 @@ def sweep_chart(series: dict[str, list[tuple[int, float]]], *, unit: str, line: 
         out.append(f'<polyline fill="none" stroke="{color}" stroke-width="{stroke}"{opacity}{dashed} points="{path}">'
                    f"<title>{escape(name)}</title></polyline>")  # fmt: skip
         if not many and len(series) > 1:
-            out += [_marker(style[name][2], px(x), py(y), color) for x, y in sorted(pts)[n % 3 :: 3]]
+            out += [marker(style[name][2], px(x), py(y), color) for x, y in sorted(pts)[n % 3 :: 3]]
     if legend:
-        out.append(_series_legend(series, style, failed, unit, left + w + 10, upper + 4, many))
+        out.append(series_legend(series, style, failed, unit, left + w + 10, upper + 4, many))
     out.append("</svg>")
-    return "".join(out)
-
-
-def _num(value: float) -> str:
-    """A peak in the legend: whole numbers from 100 up (388 Gb/s), one decimal below (23.4 Gb/s)."""
-    return f"{value:.0f}" if value >= 100 else f"{value:.1f}"
-
-
-def _peak(pts: list[tuple[int, float]]) -> float:
-    return max((y for _, y in pts), default=0.0)
-
-
-def _series_legend(series: dict[str, list[tuple[int, float]]], style: dict[str, tuple[str, str, str]],
-                   failed: frozenset[str] | set[str], unit: str, x: float, y: float, many: bool) -> str:  # fmt: skip
-    """One entry per series with its peak; series on the same curve share an entry ("rail 0, rail 1: same
-    curve"); past 8 series the failing ones by name and the others as one entry with their range of peaks."""
-    out: list[str] = []
-    entries: list[tuple[str, str, str, str]] = []  # text, colour, dash, marker
-    if many:
-        bad = [name for name in series if name in failed][:6]
-        entries += [(f"{name}: {_num(_peak(series[name]))} {unit}", "#d62728", "", "") for name in bad]
-        rest = [_peak(p) for name, p in series.items() if name not in failed]
-        if rest:
-            spread = _num(min(rest)) if _num(min(rest)) == _num(max(rest)) else f"{_num(min(rest))}-{_num(max(rest))}"
-            entries.append((f"{len(rest)} others: {spread} {unit}", "#1f77b4", "", ""))
-    else:
-        for group in coinciding(series):
-            color, dash, marker = style[group[0]]
-            marker = marker if len(series) > 1 else ""  # a lone line is drawn without markers
-            peak = f"{_num(_peak(series[group[0]]))} {unit}"
-            if len(group) == 1:
-                entries.append((f"{group[0]}: {peak}", color, dash, marker))
-            else:
-                entries.append((f"{len(group)} on one curve, {peak}:", color, dash, marker))
-                entries += [(f"  {name}", style[name][0], style[name][1], style[name][2]) for name in group]
-    for n, (text, color, dash, marker) in enumerate(entries):
-        row = y + n * 15
-        dashed = f' stroke-dasharray="{dash}"' if dash else ""
-        out.append(f'<line x1="{x}" x2="{x + 18}" y1="{row + 5}" y2="{row + 5}" stroke="{color}" stroke-width="2"'
-                   f"{dashed}/>")  # fmt: skip
-        if marker:
-            out.append(_marker(marker, x + 9, row + 5, color))
-        out.append(f'<text x="{x + 22}" y="{row + 9}" font-size="10">{escape(text)}</text>')
     return "".join(out)
 
 
