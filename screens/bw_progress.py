@@ -12,8 +12,10 @@ from collections.abc import Callable
 KINDS = ("alone", "together", "latency", "nccl")
 NAMES = {"alone": "sweeps", "together": "pairs", "latency": "latency", "nccl": "NCCL"}
 # Seconds per test before one of its kind has finished: a sweep of 23 sizes, a pair's timed run (per pair; a
-# round runs its pairs at once), one latency test, one NCCL run. Replaced by the measured mean as tests finish.
-TYPICAL_S = {"alone": 6.0, "together": 4.5, "latency": 3.0, "nccl": 20.0}
+# round runs its pairs at once, and the run's own estimate replaces this), one latency test, one NCCL run. From
+# the simulated rails-16 run on a busy 2-core machine (sweeps 3.4 s, latency 0.5 s); replaced by the measured
+# mean as tests finish.
+TYPICAL_S = {"alone": 4.0, "together": 4.5, "latency": 1.0, "nccl": 10.0}
 PHASE_KIND = {"rails": "alone", "together": "together", "latency": "latency", "nccl": "nccl"}
 
 

@@ -9,7 +9,7 @@ import asyncio
 from textual.app import App
 from textual.widgets import Header, Select, Static
 
-from screens.bw_progress import BwProgress, duration
+from screens.bw_progress import TYPICAL_S, BwProgress, duration
 from screens.bwtest import BandwidthScreen
 from screens.progress import Progress
 from screens.sidebar import Sidebar
@@ -161,7 +161,9 @@ def test_progress_counts_tests_and_the_eta_comes_from_measured_test_times():
     p = BwProgress(clock=lambda: now[0])
     assert "counted once the hosts are read" in p.line()
     p.plan({"alone": 10, "together": 6, "latency": 0, "nccl": 1})
-    assert p.tests_total == 17 and p.eta_s() == 10 * 6.0 + 6 * 4.5 + 20.0, "typical times before any test ran"
+    typical = TYPICAL_S
+    assert p.tests_total == 17, "the kinds' counts as the run announced them"
+    assert p.eta_s() == 10 * typical["alone"] + 6 * typical["together"] + typical["nccl"], "typical times at first"
     assert "(a guess until a test is timed)" in p.line()
     p.phase("rails")
     for _ in range(4):
@@ -169,12 +171,12 @@ def test_progress_counts_tests_and_the_eta_comes_from_measured_test_times():
         p.finished("alone")
     assert p.per_test("alone") == 2.0
     p.estimate(pairs=6, seconds=30.0)  # the run's own all-pairs estimate stands until a pair is timed
-    assert p.eta_s() == 6 * 2.0 + 6 * 5.0 + 20.0
+    assert p.eta_s() == 6 * 2.0 + 6 * 5.0 + typical["nccl"]
     line = p.line()
     assert "4/17 tests" in line and "sweeps 4/10 pairs 0/6 NCCL 0/1" in line and "8 s" in line
-    assert "about 1 min 02 s left" in line and "guess" not in line
+    assert f"about {duration(6 * 2.0 + 6 * 5.0 + typical['nccl'])} left" in line and "guess" not in line
     now[0] += 1.0  # half-way through the fifth sweep
-    assert p.eta_s() == 6 * 2.0 - 1.0 + 6 * 5.0 + 20.0
+    assert p.eta_s() == 6 * 2.0 - 1.0 + 6 * 5.0 + typical["nccl"]
     p.end()
     assert p.eta_s() == 0.0 and p.line().startswith("███░░░░░░░░░ 4/17 tests · finished · 9 s")
 
