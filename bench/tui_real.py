@@ -43,6 +43,7 @@ if __package__ in (None, ""):  # run as a script: bench/ is on the path, not the
 
 import yaml
 from textual.command import CommandPalette
+from textual.widgets import Input
 
 from bench.tui_common import KeyTimer, command_line, drawn, latency_figures, moved, rss_mib
 from screens.app import WizardApp
@@ -87,6 +88,7 @@ class RowWatch:
         self.none_until: float | None = None
         self.some_until: float | None = None
         self.counts: list[int] = []  # rows filled in at each change: proof rows arrive one by one, not at the end
+        self.times: list[float] = []  # when each of those counts was first seen
 
     async def run(self, stop: asyncio.Event, total: int) -> None:
         self.none_until = self.some_until = time.perf_counter()
@@ -95,9 +97,10 @@ class RowWatch:
             table = self.table()
             if table is not None:
                 count = sum(1 for row in table.rows if self.filled(row))
+                now = time.perf_counter()
                 if not self.counts or count != self.counts[-1]:
                     self.counts.append(count)
-                now = time.perf_counter()
+                    self.times.append(now)
                 first_done = first_done or count > 0
                 all_done = count >= total
                 if not first_done:
@@ -108,6 +111,11 @@ class RowWatch:
                 self.some_until = None  # the run ended without every row filled (a failing host)
                 return
             await asyncio.sleep(0.01)
+
+    def timeline(self, start: float, points: int = 8) -> list[list[float]]:
+        """[seconds since ``start``, rows filled] at up to ``points`` of the changes, evenly spread."""
+        picks = sorted({round(i * (len(self.counts) - 1) / max(1, points - 1)) for i in range(points)})
+        return [[round(self.times[i] - start, 1), self.counts[i]] for i in picks if self.counts]
 
     def first_frame(self) -> float | None:
         return None if not self.counts or not self.counts[-1] else self.timer.frame_after(self.none_until or 0.0)
@@ -131,14 +139,17 @@ class Operator:
 
     async def finder(self, name: str) -> None:
         app = self.app
-        await self.timer.press(self._label("finder"), "h", lambda: isinstance(app.screen, CommandPalette))
+        await self.timer.press(self._label("finder"), "h", lambda: palette_input(app) is not None)
         await asyncio.sleep(0.2)  # the palette lists its first hits before a user types
-        for ch in name:
-            await self.timer.press(self._label("finder"), ch, drawn_palette(app, ch))
-        page = self._page()
-        await self.timer.press(self._label("finder"), "enter", lambda: not isinstance(app.screen, CommandPalette))
-        if hasattr(page, "host"):
-            await asyncio.sleep(0.05)
+        if palette_input(app) is not None:
+            for ch in name:
+                await self.timer.press(self._label("finder"), ch, typed(app, ch))
+            await self.timer.press(self._label("finder"), "enter", lambda: not isinstance(app.screen, CommandPalette))
+        for _ in range(3):  # a key that never took effect left the palette open: leave it as a user would
+            if not isinstance(app.screen, CommandPalette):
+                break
+            await self.timer.press(self._label("finder"), "escape", lambda: not isinstance(app.screen, CommandPalette))
+        await asyncio.sleep(0.05)
 
     async def filter(self, text: str) -> None:
         page = self._page()
@@ -159,6 +170,9 @@ class Operator:
         table.focus()
         await asyncio.sleep(0.05)
         for key in ["pagedown"] * times + ["pageup"] * times:
+            last = table.row_count - 1
+            if table.cursor_row == (last if key == "pagedown" else 0):
+                continue  # a short list: already at that end, the key would move nothing
             await self.timer.press(self._label("scroll"), key, moved(table))
 
     async def page_change(self) -> None:
@@ -174,15 +188,32 @@ class Operator:
         await self.page_change()
 
 
-def drawn_palette(app: WizardApp, ch: str) -> Callable[[], bool]:
+def palette_input(app: WizardApp) -> Input | None:
+    """The host finder's input, once the palette is composed."""
+    screen = app.screen
+    if not isinstance(screen, CommandPalette):
+        return None
+    found = screen.query(Input)
+    return found.first() if found else None
+
+
+def typed(app: WizardApp, ch: str) -> Callable[[], bool]:
     """Done when the finder's input holds the character just typed."""
-    from textual.widgets import Input
 
     def done() -> bool:
-        screen = app.screen
-        return isinstance(screen, CommandPalette) and screen.query_one(Input).value.endswith(ch)
+        field = palette_input(app)
+        return field is not None and field.value.endswith(ch)
 
     return done
+
+
+async def loop_lag(stop: asyncio.Event, lags: list[float]) -> None:
+    """How late a 10 ms sleep wakes up: the longest stretch the event loop (the wizard's, shared with the engine's
+    SSH sessions) could not get to a key."""
+    while not stop.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(0.01)
+        lags.append(time.perf_counter() - started - 0.01)
 
 
 async def wait_idle(app: WizardApp, timeout_s: float = TIMEOUT_S) -> None:
@@ -248,6 +279,7 @@ async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tu
         result["conn_all_rows_s"] = _since(pressed, conn_all)
         result["conn_rows_filled"] = watch.counts[-1] if watch.counts else 0
         result["conn_row_updates"] = len(watch.counts)
+        result["conn_rows_timeline"] = watch.timeline(pressed)
         samples["after_connection_test"] = rss_mib()
 
         # -- discovery --------------------------------------------------------------------------------------
@@ -265,6 +297,8 @@ async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tu
         )
         stop = asyncio.Event()
         watcher = asyncio.create_task(watch.run(stop, len(hosts)))
+        lags: list[float] = []
+        lagger = asyncio.create_task(loop_lag(stop, lags))
         if trace:
             tracemalloc.start(12)
         pressed = time.perf_counter()
@@ -282,6 +316,8 @@ async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tu
         await asyncio.sleep(0.6)
         stop.set()
         await watcher
+        await lagger
+        result["disc_loop_lag"] = latency_figures(lags) if lags else {}
         disc_first, disc_all = watch.first_frame(), watch.all_frame()
         result["disc_first_row_s"] = _since(answered.get("disc"), disc_first)
         result["disc_all_rows_s"] = _since(pressed, disc_all)
@@ -289,6 +325,7 @@ async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tu
         result["disc_rows_filled"] = watch.counts[-1] if watch.counts else 0
         result["disc_row_updates"] = len(watch.counts)
         result["disc_rows_before_done"] = watch.counts[-2] if len(watch.counts) > 1 else 0
+        result["disc_rows_timeline"] = watch.timeline(pressed)
         samples["after_discovery"] = rss_mib()
         if trace:
             snapshot = tracemalloc.take_snapshot()

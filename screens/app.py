@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import ctypes
 import gc
 import logging
 import shutil
 import time
+from collections import deque
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 from textual import work
@@ -18,6 +21,7 @@ from textual.worker import Worker, WorkerState
 from screens.answers_editing import AnswersEditing
 from screens.dialogs import AskSecret, ConfirmPlan, ConfirmRollback, FullLog, HelpPanel, Question
 from screens.engine_link import NO_HOSTS, EngineLink
+from screens.engine_thread import EngineThread
 from screens.facts_index import FactsIndex
 from screens.help_text import help_markdown
 from screens.log_buffer import LogBuffers
@@ -92,7 +96,11 @@ class WizardApp(AnswersEditing, App[int]):
         self._confirmed_all: set[str] = set()
         self._tool_session: Session | None = None
         self.events_seen = 0
-        self._events: list[Event] = []
+        # Filled by the engine's thread (screens/engine_thread.py), emptied here once a tick: appending to and
+        # popping from a deque are safe across threads, where the widgets' own state is not.
+        self._events: deque[Event] = deque()
+        self._reports: deque[ConnectionReport] = deque()
+        self.engine_thread = EngineThread()
         self._facts: FactsIndex | None = None
         self.facts_epoch = 0
         self._facts_seen = -1
@@ -166,7 +174,7 @@ class WizardApp(AnswersEditing, App[int]):
         if await self.push_screen_wait(
             Question("Start a new bring-up?", f"The saved progress{extra} moves to {moved}. No host is changed.")
         ):
-            await self.engine.close()
+            await self.engine_thread.run(self.engine.close())
             shutil.move(str(old), str(moved))
             self.progress = Progress(self.progress.stages, self.engine.host_names)
             self.notify(f"old progress kept in {moved}")
@@ -175,42 +183,55 @@ class WizardApp(AnswersEditing, App[int]):
     async def on_unmount(self) -> None:
         if self._tool_session is not None:
             await self._tool_session.close()
-        await self.engine.close()
+        await self.engine_thread.run(self.engine.close())  # the simulated lab, if any, lives on the engine's loop
+        self.engine_thread.stop()
 
     # -- events from the runner ---------------------------------------------------------------------------
     def receive_event(self, event: Event) -> None:
-        """The runner's sink: lines go to bounded buffers, everything else waits for the next tick (a stage on 1,000
+        """The runner's sink, called on the engine's thread: the event waits for the next tick (a stage on 1,000
         hosts sends tens of thousands of events; one message each would queue them ahead of key presses)."""
         self.events_seen += 1
-        data = event.data
-        if event.kind == "output":  # one line (a live command) or many (a probe's output from a batch)
-            for line in data["lines"] if "lines" in data else [data["line"]]:
-                self.buffers.add(data["host"], "  " + line)
-            return
-        if event.kind == "command":
-            self.buffers.add(data["host"], f"$ {data['command']}")
-            return
-        if event.kind == "command_done":
-            if data.get("error") or data.get("exit_status") not in (0, None):
-                self.buffers.add(data["host"], f"  = {data.get('error') or 'exit ' + str(data['exit_status'])}")
-            return
-        if event.kind == "change_started":
-            self.buffers.add(data["host"], f"▶ [{data['impact']}] {data['summary']}")
         self._events.append(event)
-        self._dirty = True
 
     def apply_events(self) -> None:
-        """Record the events that arrived since the last tick in the progress, in order."""
-        events, self._events = self._events, []
-        for event in events:
+        """On the screen's loop, every tick: lines of the events that arrived go to bounded buffers, the rest is
+        recorded in the progress, in order; connection reports join the table."""
+        events, reports = self._events, self._reports
+        while reports:
+            report = reports.popleft()
+            self.conn_reports[report.host] = report
+            self.conn_revision += 1
+            self._dirty = True
+        while events:
+            event = events.popleft()
+            data = event.data
+            if event.kind == "output":  # one line (a live command) or many (a probe's output from a batch)
+                for line in data["lines"] if "lines" in data else [data["line"]]:
+                    self.buffers.add(data["host"], "  " + line)
+                continue
+            if event.kind == "command":
+                self.buffers.add(data["host"], f"$ {data['command']}")
+                continue
+            if event.kind == "command_done":
+                if data.get("error") or data.get("exit_status") not in (0, None):
+                    self.buffers.add(data["host"], f"  = {data.get('error') or 'exit ' + str(data['exit_status'])}")
+                continue
+            if event.kind == "change_started":
+                self.buffers.add(data["host"], f"▶ [{data['impact']}] {data['summary']}")
             if self.progress.apply(event) == "discovery":
                 self.facts_epoch += 1
+            self._dirty = True
 
     def tidy_heap(self) -> None:
         """With hundreds of hosts, a full cyclic collection walks every check, plan and cached line: measured at
         0.2-0.5 s per collection at 1,000 hosts, a frozen screen each time. Collecting what is garbage now and then
-        freezing the survivors keeps every later collection to what was made since (tens of ms)."""
-        if len(self.progress.hosts) >= HEAP_TIDY_HOSTS:
+        freezing the survivors keeps every later collection to what was made since (tens of ms).
+
+        While hosts are worked on nothing is frozen (Python's own generational collection runs): the engine's objects
+        alive now (SSH channels, a command's output) are garbage a moment later, and frozen garbage is never
+        collected; frozen during a 1,000-host discovery it raised the peak (bench/tui_real.py). ``release_heap``
+        collects once the work is over."""
+        if len(self.progress.hosts) >= HEAP_TIDY_HOSTS and not self.busy:
             gc.collect()
             gc.freeze()
 
@@ -295,15 +316,54 @@ class WizardApp(AnswersEditing, App[int]):
             if not await self._have_sudo_password():
                 self.notify("no sudo password: nothing was run", severity="warning")
                 return
-            changes = action in ("apply", "rollback")
-            if changes:  # one writer per state directory, held only while hosts change: an idle wizard blocks nobody
-                lock_state_dir(self.engine.state_dir)
+            if action == "apply" and stage:
+                self.plans.pop(stage, None)
+                self._confirmed_all.discard(stage)
+            if action == "test":
+                self.conn_reports = {}
+            # The hosts are worked on in the engine's thread; this worker (its cancel included) waits for it.
+            outcome = await self.engine_thread.run(self._on_hosts(action, stage))
+            if action == "plan" and stage and outcome is not None:
+                self.plans[stage] = outcome
+            elif action == "rollback" and stage and outcome is not None:
+                hosts, failed = outcome
+                self._load_saved()
+                self.notify(
+                    f"{stage} rolled back on {', '.join(hosts)}"
+                    if not failed
+                    else f"rollback FAILED on {', '.join(failed)}: see the host logs",
+                    severity="information" if not failed else "error",
+                    timeout=8,
+                )
+            elif action == "test":
+                self.apply_events()  # the last reports
+                bad = [r.host for r in self.conn_reports.values() if not r.ok]
+                self.notify(
+                    "every host answers, logs in and runs sudo" if not bad else f"not ready: {', '.join(bad)}",
+                    severity="information" if not bad else "error",
+                )
+        except (WizardError, AnswersError) as exc:
+            self.notify(str(exc), severity="error", timeout=10)
+        finally:
+            self.busy = None
+            self._dirty = True
+            self._redrawn_at = 0.0  # the outcome is drawn on the next tick, not throttled
+            self._show_busy()
+            self.release_heap()
+            if action in ("apply", "verify") and self.main is not None and self.main.page == stage:
+                self.main.show_tab("checks")
+
+    async def _on_hosts(self, action: str, stage: str | None) -> Any:
+        """On the engine's loop: open a session, do the action, close it; what the screen needs is returned (the
+        plans, a rollback's hosts) and every widget is left to the caller."""
+        changes = action in ("apply", "rollback")
+        if changes:  # one writer per state directory, held only while hosts change: an idle wizard blocks nobody
+            lock_state_dir(self.engine.state_dir)
+        try:
             session = await self.engine.open()
             self._runner = session.runner
             try:
                 if action == "apply" and stage:
-                    self.plans.pop(stage, None)
-                    self._confirmed_all.discard(stage)
                     await session.runner.run(self._options(stage))
                 elif action == "verify" and stage:
                     from wizard.engine.interactive import verify_stage
@@ -311,53 +371,30 @@ class WizardApp(AnswersEditing, App[int]):
                     await verify_stage(session.runner, stage)
                 elif action == "plan" and stage:
                     outcomes = await session.runner.plan_all([stage])
-                    self.plans[stage] = outcomes[0].plans
+                    return outcomes[0].plans
                 elif action == "rollback" and stage:
                     hosts = [h for h, c in rollback_plans(session.store, self.engine.host_names, [stage]).items() if c]
                     outcomes = await roll_back(session.store, session.executors, hosts, [stage], self.engine.bus)
-                    failed = [o.host for o in outcomes if o.status == "failed"]
-                    self._load_saved()
-                    self.notify(
-                        f"{stage} rolled back on {', '.join(hosts)}"
-                        if not failed
-                        else f"rollback FAILED on {', '.join(failed)}: see the host logs",
-                        severity="information" if not failed else "error",
-                        timeout=8,
-                    )
+                    return hosts, [o.host for o in outcomes if o.status == "failed"]
                 elif action == "test":
-                    self.conn_reports = {}
                     await check_hosts(
                         session.executors,  # type: ignore[arg-type]
                         self.engine.answers.ssh.max_parallel_hosts,
                         self._connection_report,
                         close_after=True,  # 1,000 sessions held until the last host answers cost memory for nothing
                     )
-                    bad = [r.host for r in self.conn_reports.values() if not r.ok]
-                    self.notify(
-                        "every host answers, logs in and runs sudo" if not bad else f"not ready: {', '.join(bad)}",
-                        severity="information" if not bad else "error",
-                    )
             finally:
                 self._runner = None
                 await session.close()
-                if changes:
-                    unlock_state_dir(self.engine.state_dir)
-        except (WizardError, AnswersError) as exc:
-            self.notify(str(exc), severity="error", timeout=10)
         finally:
-            self.busy = None
-            self._dirty = True
-            self._redrawn_at = 0.0  # the outcome is drawn on the next tick, not throttled
-            self.release_heap()
-            self._show_busy()
-            if action in ("apply", "verify") and self.main is not None and self.main.page == stage:
-                self.main.show_tab("checks")
+            if changes:
+                unlock_state_dir(self.engine.state_dir)
+        return None
 
     def _connection_report(self, report: ConnectionReport) -> None:
-        """One host answered the connection test: its row is drawn on the next redraw, not after the last host."""
-        self.conn_reports[report.host] = report
-        self.conn_revision += 1
-        self._dirty = True
+        """One host answered the connection test (engine thread): its row is drawn on the next tick, not after the
+        last host."""
+        self._reports.append(report)
 
     async def _have_sudo_password(self) -> bool:
         """Real hosts with ssh.sudo: password need it once: from the environment, else from a dialog."""
@@ -387,10 +424,18 @@ class WizardApp(AnswersEditing, App[int]):
         )
 
     async def _confirm(self, stage: str, plan: HostPlan) -> bool:
-        """Called by the runner inside the worker: wait for the operator's answer in a dialog."""
+        """Called by the runner on the engine's loop: the operator answers in a dialog on the screen's loop."""
+        return await self.engine_thread.ask_ui(self._ask_confirm(stage, plan))
+
+    async def _ask_confirm(self, stage: str, plan: HostPlan) -> bool:
         if stage in self._confirmed_all:
             return True
-        answer = await self.push_screen_wait(ConfirmPlan(stage, plan, simulated=self.engine.demo))
+        answered: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+        self.push_screen(
+            ConfirmPlan(stage, plan, simulated=self.engine.demo),
+            lambda answer: None if answered.done() else answered.set_result(answer),
+        )
+        answer = await answered
         if answer == "all":
             self._confirmed_all.add(stage)
         return answer in ("yes", "all")
@@ -412,7 +457,9 @@ class WizardApp(AnswersEditing, App[int]):
         """Open the bandwidth test or the doctor (screens of their own) over fresh connections to the hosts."""
         if self._tool_session is not None:
             await self._tool_session.close()
-        self._tool_session = session = await self.engine.open()
+        # Opened on the engine's loop, where the simulated lab (if any) starts and stops; the tool's own commands
+        # then run here (executors connect on first use).
+        self._tool_session = session = await self.engine_thread.run(self.engine.open())
         args = (self.engine.answers, session.executors)
         if tool == "bwtest":
             from screens.bwtest import BandwidthScreen
