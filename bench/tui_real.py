@@ -117,8 +117,12 @@ class RowWatch:
         picks = sorted({round(i * (len(self.counts) - 1) / max(1, points - 1)) for i in range(points)})
         return [[round(self.times[i] - start, 1), self.counts[i]] for i in picks if self.counts]
 
-    def first_frame(self) -> float | None:
-        return None if not self.counts or not self.counts[-1] else self.timer.frame_after(self.none_until or 0.0)
+    def first_frame(self, answered: float | None = None) -> float | None:
+        """The first frame that can show a filled row: after the last poll that saw none, and after the host
+        answered (a frame drawn for a key in between shows no row yet)."""
+        if not self.counts or not self.counts[-1]:
+            return None
+        return self.timer.frame_after(max(self.none_until or 0.0, answered or 0.0))
 
     def all_frame(self) -> float | None:
         return None if self.some_until is None else self.timer.frame_after(self.some_until)
@@ -274,7 +278,7 @@ async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tu
         await asyncio.sleep(0.6)  # the last redraw
         stop.set()
         await watcher
-        conn_first, conn_all = watch.first_frame(), watch.all_frame()
+        conn_first, conn_all = watch.first_frame(answered.get("conn")), watch.all_frame()
         result["conn_first_row_s"] = _since(answered.get("conn"), conn_first)
         result["conn_all_rows_s"] = _since(pressed, conn_all)
         result["conn_rows_filled"] = watch.counts[-1] if watch.counts else 0
@@ -318,7 +322,7 @@ async def drive(state: Path, *, keys: bool = True, trace: bool = False, size: tu
         await watcher
         await lagger
         result["disc_loop_lag"] = latency_figures(lags) if lags else {}
-        disc_first, disc_all = watch.first_frame(), watch.all_frame()
+        disc_first, disc_all = watch.first_frame(answered.get("disc")), watch.all_frame()
         result["disc_first_row_s"] = _since(answered.get("disc"), disc_first)
         result["disc_all_rows_s"] = _since(pressed, disc_all)
         result["discovery_s"] = round(discovery_s, 1)
