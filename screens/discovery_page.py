@@ -14,6 +14,7 @@ from screens.filter_bar import FilterBar
 from screens.fleet import Entry, filtered_rows, leaf_count, problems_label, stage_progress_line
 from screens.progress import STATUS_MARK
 from screens.vtable import VirtualTable, update_if_changed
+from wizard.engine.events import HOST_READ
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -76,7 +77,9 @@ class DiscoveryPage(Vertical):
                 words = Text(problems_label(problems), style="bold red" if failed else "yellow")
             else:
                 words = Text(cell.reason if cell.status == "failed" else "", style="bold red")
-            status = Text(f"{STATUS_MARK.get(cell.status, '?')} {cell.status}", style="bold red" if failed else "")
+            # A host whose facts are in reads "read" while the others are still probed (its row is filled in).
+            word = "read" if cell.status == "running" and cell.reason == HOST_READ else cell.status
+            status = Text(f"{STATUS_MARK.get(cell.status, '?')} {word}", style="bold red" if failed else "")
             row = [host, status, (summary.leaf if summary else None) or "·", ports, words]
             haystack = f"{host} {summary.search if summary else ''} {titles}".lower()
             entries[host] = Entry(row, failed, haystack)

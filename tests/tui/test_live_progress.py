@@ -158,3 +158,20 @@ async def test_in_a_text_field_slash_is_typed_and_ctrl_f_reaches_the_filter(tmp_
         await pilot.pause(0.2)
         assert field.value == "/k"
         assert page.query_one("#hosts-table", VirtualTable).keys == ["gpu-0001", "gpu-0010", "gpu-0011", "gpu-0012"]
+
+
+async def test_the_discovery_row_of_a_host_already_read_says_read_while_the_others_still_probe(tmp_path: Path) -> None:
+    app = make_fleet_app(tmp_path / "state", 3)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        bus = app.engine.bus
+        bus.emit("stage_started", stage="discovery", title="Discovery")
+        bus.emit("host_status", stage="discovery", host="gpu-0001", status="running", reason=HOST_READ)
+        for host in ("gpu-0002", "gpu-0003"):
+            bus.emit("host_status", stage="discovery", host=host, status="running", reason=PROBING)
+        app.main.show_page("discovery")
+        app._redrawn_at = 0.0
+        await pilot.pause(0.4)
+        table = app.main.current().query_one("#disc-hosts", VirtualTable)
+        assert [str(row[1]) for row in table.rows] == ["… read", "… running", "… running"]
