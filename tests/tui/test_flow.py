@@ -160,7 +160,6 @@ async def test_command_palette_offers_every_page_and_each_hosts_full_log(make_ap
 
 async def test_a_hanging_host_never_freezes_the_screen_and_quitting_stops_the_work(make_app, monkeypatch) -> None:
     import asyncio
-    import time
 
     from wizard.engine import conn_test
 
@@ -177,9 +176,10 @@ async def test_a_hanging_host_never_freezes_the_screen_and_quitting_stops_the_wo
         await pilot.press("n", "t")
         await pilot.pause(1.0)
         assert app.busy == "connection test"
-        started = time.perf_counter()
         await pilot.press("n")
+        # The key was handled while server2 still hangs (for an hour): the screen never waited for the host work.
+        # No wall-clock bound: on a loaded CI machine the page change took 1.2 s once, which says nothing of a freeze.
         assert app.main.page == "discovery"
-        assert time.perf_counter() - started < 1.0
+        assert app.busy == "connection test"
         await quit_mid_work(pilot, app)
     assert app.return_code == 1
