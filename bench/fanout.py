@@ -156,23 +156,8 @@ def measure(argv: list[str], env: dict[str, str] | None = None, *, tree: bool = 
 
 def wizard_answers(lab: NsLab, work: Path, parallel: int) -> Path:
     answers = work / "answers.yaml"
-    answers.write_text(
-        yaml.safe_dump(
-            {
-                "version": 1,
-                "cluster": {"name": "fanout"},
-                "ssh": {
-                    "user": USER,
-                    "identity_file": str(lab.key_file),
-                    "known_hosts": str(lab.known_hosts),
-                    "connect_timeout_s": 30,
-                    "max_parallel_hosts": parallel,
-                },
-                "hosts": [{"name": h.name, "address": h.address} for h in lab.hosts],
-                "inference": {"enabled": False},
-            }
-        )
-    )
+    data = lab.answers("fanout", connect_timeout_s=30, max_parallel_hosts=parallel)
+    answers.write_text(yaml.safe_dump(data))
     return answers
 
 

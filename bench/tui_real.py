@@ -50,7 +50,7 @@ from screens.app import WizardApp
 from screens.engine_link import ANSWERS_FILE, EngineLink
 from screens.fleet import stage_counts, stage_progress_line
 from screens.vtable import VirtualTable
-from tests.nslab.lab import USER, NsLab, missing_requirements
+from tests.nslab.lab import NsLab, missing_requirements
 from wizard.engine.events import HOST_READ, Event
 
 SIZE = (160, 50)
@@ -61,19 +61,7 @@ def write_answers(lab: NsLab, state: Path, parallel: int) -> Path:
     """The answers file the wizard opens with: every lab host, its key and known_hosts (a real bring-up's)."""
     state.mkdir(parents=True, exist_ok=True)
     path = state / ANSWERS_FILE
-    data = {
-        "version": 1,
-        "cluster": {"name": "tui-real"},
-        "ssh": {
-            "user": USER,
-            "identity_file": str(lab.key_file),
-            "known_hosts": str(lab.known_hosts),
-            "connect_timeout_s": 30,
-            "max_parallel_hosts": parallel,
-        },
-        "hosts": [{"name": h.name, "address": h.address} for h in lab.hosts],
-        "inference": {"enabled": False},
-    }
+    data = lab.answers("tui-real", connect_timeout_s=30, max_parallel_hosts=parallel)
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     return path
 

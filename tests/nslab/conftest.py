@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.nslab.lab import USER, NsLab, missing_requirements
+from tests.nslab.lab import NsLab, missing_requirements
 
 
 class NsCluster:
@@ -34,22 +34,9 @@ class NsCluster:
     def answers(
         self, *, ssh: dict[str, Any] | None = None, host_extra: dict[str, dict[str, Any]] | None = None
     ) -> Path:
-        data = {
-            "version": 1,
-            "cluster": {"name": "nslab"},
-            "ssh": {
-                "user": USER,
-                "identity_file": str(self.lab.key_file),
-                "known_hosts": str(self.lab.known_hosts),
-                "connect_timeout_s": 10,
-                "keepalive_interval_s": 1,
-                **(ssh or {}),
-            },
-            "hosts": [
-                {"name": h.name, "address": h.address, **(host_extra or {}).get(h.name, {})} for h in self.lab.hosts
-            ],
-            "inference": {"enabled": False},
-        }
+        data = self.lab.answers("nslab", connect_timeout_s=10, keepalive_interval_s=1, **(ssh or {}))
+        for host in data["hosts"]:
+            host.update((host_extra or {}).get(host["name"], {}))
         path = self.workdir / "answers.yaml"
         path.write_text(yaml.safe_dump(data, sort_keys=False))
         return path

@@ -24,6 +24,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 PREFIX = "rw-"  # the tests' lab; a benchmark runs its own beside it with another prefix and network
 NETWORK = "10.77.0.0/16"
@@ -212,6 +213,17 @@ class NsLab:
         self.known_hosts.write_text("".join(known))
         self._wait_listening()
         return self
+
+    def answers(self, cluster: str, **ssh: Any) -> dict[str, Any]:
+        """An answers file's content for every lab host, with the lab's key and known_hosts (a real bring-up's);
+        ``ssh`` adds or overrides settings of its ssh section."""
+        return {
+            "version": 1,
+            "cluster": {"name": cluster},
+            "ssh": {"user": USER, "identity_file": str(self.key_file), "known_hosts": str(self.known_hosts), **ssh},
+            "hosts": [{"name": h.name, "address": h.address} for h in self.hosts],
+            "inference": {"enabled": False},
+        }
 
     def _start_host(self, index: int, sudo_password: set[str] | frozenset[str]) -> NsHost:
         name = f"h{index}"
