@@ -47,17 +47,10 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     headless_only = args.json or args.yes or args.only or args.from_stage or args.verbose
     if args.answers is None and not headless_only and sys.stdin.isatty() and sys.stdout.isatty():
-        from screens.app import run_app
+        from wizard.cli.tui import open_wizard
 
         check_target(args, "the wizard", required=False)
-        return run_app(
-            state_dir=args.state_dir,
-            demo=args.demo,
-            faults=args.fault,
-            reset=args.reset,
-            profile=args.profile,
-            switch_os=args.switch_os,  # the wizard's simulated switches, as headless mode's
-        )
+        return open_wizard(args)
     if args.answers is None and not args.demo:
         raise UsageError("no terminal for the wizard: give --answers FILE to run headless (or --demo)")
     # Usage errors first: they need nothing but the arguments, and must not wait for pydantic to load.

@@ -54,6 +54,12 @@ def main(argv: list[str]) -> int:
     args, answers = prepare(argv)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise UsageError("tui needs a terminal; without one run the stages headless: roce-wizard --answers FILE")
+    return open_wizard(args, answers)
+
+
+def open_wizard(args: argparse.Namespace, answers: Answers | None = None) -> int:
+    """The terminal wizard on the checked target options (``roce-wizard`` on a terminal, and ``tui``): Textual is
+    imported only here, so headless runs and usage errors never load it."""
     from screens.app import run_app
 
     return run_app(
@@ -63,5 +69,5 @@ def main(argv: list[str]) -> int:
         reset=args.reset,
         profile=args.profile,
         answers=answers,
-        switch_os=args.switch_os,
+        switch_os=args.switch_os,  # the wizard's simulated switches, as headless mode's
     )
