@@ -17,13 +17,18 @@ FAILING = (7, 100)  # rail 1 down: discovery fails on gpu-0008 and gpu-0101
 NETWORK_FAILED = ("gpu-0201", "gpu-0202", "gpu-0203")  # done=200, failed=3: indexes 200-202
 
 
-async def _fleet(pilot, app: WizardApp) -> None:  # type: ignore[no-untyped-def]
-    """From the start screen to the hosts page, then a discovery run and a network apply under way."""
+async def _fleet(pilot, app: WizardApp, page: str | None = None):  # type: ignore[no-untyped-def]
+    """From the start screen to the hosts page, then a discovery run and a network apply under way; the page shown
+    then (``page``, else the hosts page)."""
     await pilot.press("n")
     await pilot.pause()
     send_discovery(app, failing=FAILING)
     send_network(app, done=200, failed=3, own_plans=(4, 8))
     await _drawn(pilot, app)
+    if page is not None:
+        app.main.show_page(page)
+        await pilot.pause()
+    return app.main.current()
 
 
 async def _drawn(pilot, app: WizardApp) -> None:  # type: ignore[no-untyped-def]
@@ -46,8 +51,7 @@ def _app(tmp_path: Path) -> WizardApp:
 async def test_failed_only_shows_just_the_hosts_that_failed_a_stage_and_says_how_many(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        page = app.main.current()
+        page = await _fleet(pilot, app)
         table = page.query_one("#hosts-table", VirtualTable)
         assert table.row_count == HOSTS
         await pilot.press("f")
@@ -62,10 +66,7 @@ async def test_failed_only_shows_just_the_hosts_that_failed_a_stage_and_says_how
 async def test_text_filter_matches_switch_names_ports_and_checks_on_the_discovery_page(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("discovery")
-        await pilot.pause()
-        page = app.main.current()
+        page = await _fleet(pilot, app, "discovery")
         hosts = page.query_one("#disc-hosts", VirtualTable)
         await pilot.press("slash", *"leaf-03")
         await pilot.pause()
@@ -81,10 +82,7 @@ async def test_text_filter_matches_switch_names_ports_and_checks_on_the_discover
 async def test_group_by_leaf_puts_a_header_with_counts_above_each_leafs_hosts(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("discovery")
-        await pilot.pause()
-        page = app.main.current()
+        page = await _fleet(pilot, app, "discovery")
         await pilot.press("g")
         await pilot.pause()
         table = page.query_one("#disc-hosts", VirtualTable)
@@ -109,9 +107,7 @@ async def test_group_by_leaf_puts_a_header_with_counts_above_each_leafs_hosts(tm
 async def test_stage_title_and_summary_count_done_failed_and_running_hosts(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("network")
-        await pilot.pause()
+        await _fleet(pilot, app, "network")
         title = _text(app.main.current().query_one("#stage-title", Label))
         assert title.endswith("200/256 done, 3 failed, 53 running")
         app.main.show_page("summary")
@@ -123,9 +119,7 @@ async def test_stage_title_and_summary_count_done_failed_and_running_hosts(tmp_p
 async def test_the_host_finder_searches_1_of_256_names_and_shows_that_host(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("discovery")
-        await pilot.pause()
+        await _fleet(pilot, app, "discovery")
         await pilot.press("h")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
@@ -144,10 +138,7 @@ async def test_the_host_finder_searches_1_of_256_names_and_shows_that_host(tmp_p
 async def test_a_plan_shared_by_254_hosts_is_shown_once_with_their_names_compressed(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("network")
-        await pilot.pause()
-        page = app.main.current()
+        page = await _fleet(pilot, app, "network")
         assert _text(page.query_one("#plan-summary", Static)).startswith("3 distinct plan(s) on 256/256 hosts")
         groups = page.query_one("#plan-groups", VirtualTable)
         assert [(row[0], row[1]) for row in groups.rows] == [
@@ -166,9 +157,7 @@ async def test_a_plan_shared_by_254_hosts_is_shown_once_with_their_names_compres
 async def test_checks_filtered_to_failures_of_one_check_across_the_fleet(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("network")
-        await pilot.pause()
+        await _fleet(pilot, app, "network")
         await pilot.press("2")
         await pilot.pause()
         page = app.main.current()
@@ -183,9 +172,7 @@ async def test_checks_filtered_to_failures_of_one_check_across_the_fleet(tmp_pat
 async def test_the_summary_says_which_stage_needs_attention_on_which_hosts_in_words(tmp_path: Path) -> None:
     app = _app(tmp_path)
     async with app.run_test(size=(160, 45)) as pilot:
-        await _fleet(pilot, app)
-        app.main.show_page("summary")
-        await pilot.pause()
+        await _fleet(pilot, app, "summary")
         assert _text(app.main.current().query_one("#sum-verdict", Static)) == (
             "✘ discovery: 2 hosts need attention (gpu-0008, gpu-0101) · network: 3 hosts need attention "
             "(gpu-0201..gpu-0203)"
