@@ -39,7 +39,9 @@ class FilterBar(Horizontal):
         yield Label("", classes="filter-state")
 
     def focus_text(self) -> None:
-        self.query_one(Input).focus()
+        # At once, not with Widget.focus(): that defers the move behind the keys already queued, so a burst such as
+        # "/leaf" (a fast typist, a paste) would send "leaf" to the page's bindings, and "a" starts the stage.
+        self.screen.set_focus(self.query_one(Input))
 
     def set_text(self, text: str) -> None:
         self.query_one(Input).value = text  # Input.Changed follows

@@ -5,12 +5,13 @@ from __future__ import annotations
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Header, Label
+from textual.widgets import ContentSwitcher, Footer, Header, Input, Label
 
 from screens.discovery_page import DiscoveryPage
 from screens.filter_bar import FilterBar
@@ -47,9 +48,11 @@ class MainScreen(Screen[None]):
         Binding("escape", "leave_field", "Leave field", show=False),
         Binding("h", "find_host", "Find host"),
         Binding("f", "failed_only", "Failed only", show=False),
-        Binding("slash", "filter", "Filter", show=False),
-        # "/" typed in a text field is a "/"; ctrl+f reaches the filter from anywhere, a field included.
-        Binding("ctrl+f", "filter", "Filter", show=False),
+        # Priority bindings run as the key arrives, before the keys queued behind it are sent on to the focused
+        # widget: "/leaf" typed fast (or pasted) lands in the filter, not "a" on the Apply binding. "/" typed in a
+        # text field is a "/" (action_filter skips); ctrl+f reaches the filter from anywhere, a field included.
+        Binding("slash", "filter(True)", "Filter", show=False, priority=True),
+        Binding("ctrl+f", "filter", "Filter", show=False, priority=True),
         Binding("g", "group", "Group by leaf", show=False),
         *[Binding(str(i + 1), f"tab('{name}')", name.title(), show=False) for i, name in enumerate(TABS)],
     ]
@@ -193,10 +196,11 @@ class MainScreen(Screen[None]):
         if bar is not None:
             bar.toggle_failed()
 
-    def action_filter(self) -> None:
+    def action_filter(self, typed_in_fields: bool = False) -> None:
         bar = self._filter_bar()
-        if bar is not None:
-            bar.focus_text()
+        if bar is None or (typed_in_fields and isinstance(self.app.focused, Input)):
+            raise SkipAction()  # the key goes on to the focused widget: "/" in a path, or a page with no filter
+        bar.focus_text()
 
     def action_group(self) -> None:
         bar = self._filter_bar()

@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 from typing import Any
 
+from textual import events
 from textual.widgets import Input, Label
 
 from screens.fleet import duration, stage_counts, stage_progress_line
@@ -175,3 +176,20 @@ async def test_the_discovery_row_of_a_host_already_read_says_read_while_the_othe
         await pilot.pause(0.4)
         table = app.main.current().query_one("#disc-hosts", VirtualTable)
         assert [str(row[1]) for row in table.rows] == ["… read", "… running", "… running"]
+
+
+async def test_keys_typed_in_one_burst_after_slash_all_go_to_the_filter(tmp_path: Path) -> None:
+    """A terminal delivers a fast typist's keys (or a paste) together: '/leaf' must not leave 'l', 'e', 'a' and 'f'
+    to the page's bindings ('a' would start the stage) while the focus is still on its way to the filter."""
+    app = make_fleet_app(tmp_path / "state", 12, facts=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        page = app.main.current()
+        for key, char in [("slash", "/"), ("0", "0"), ("0", "0"), ("1", "1"), ("f", "f")]:
+            event = events.Key(key, char)  # sent as the terminal driver sends them, with no pause between
+            event.set_sender(app)
+            app._driver.send_message(event)  # type: ignore[union-attr]
+        await pilot.pause(0.3)
+        assert page.query_one(".filter-text", Input).value == "001f"
+        assert str(page.query_one(".filter-state", Label).render()) == "0/12 hosts (matching '001f')"
