@@ -171,17 +171,26 @@ class BandwidthScreen(Screen):
     def start(self) -> None:
         self.progress = BwProgress()
         self._nccl_seen = False
-        self.app.run_worker(self._work(), exclusive=True, group="bwtest", name="bwtest")
+        # The screen's own worker: leaving the page cancels it with the page, so no event of the run reaches widgets
+        # that are gone (an app worker outlived the page and crashed the wizard on its next event). The remote
+        # perftest processes end by themselves: each runs under `timeout` (wizard/validate/perftest.py).
+        self.run_worker(self._work(), exclusive=True, group="bwtest", name="bwtest")
+
+    def _leave(self) -> None:
+        if any(w.name == "bwtest" and w.is_running for w in self.workers):
+            self.notify("bandwidth test stopped: it ran on this page (B runs it again)", timeout=6)
+        self.app.pop_screen()
 
     # -- keys -------------------------------------------------------------------------------------------------
     def action_leave(self) -> None:
-        self.app.pop_screen()
+        self._leave()
 
     def on_sidebar_jump(self, event: Sidebar.Jump) -> None:
-        """Another page picked in the sidebar: leave this one (the test keeps its results saved) and go there."""
+        """Another page picked in the sidebar: leave this one and go there (a finished test's results are saved, a
+        running one stops)."""
         event.stop()
         main = getattr(self.app, "main", None)
-        self.app.pop_screen()
+        self._leave()
         if main is not None and hasattr(main, "show_page"):
             main.show_page(event.page)
 

@@ -57,7 +57,8 @@ class DoctorScreen(Screen):
         self.start()
 
     def start(self) -> None:
-        self.app.run_worker(self._work(), exclusive=True, group="doctor", name="doctor")
+        # The screen's worker: it stops with the page, so no event of the run reaches widgets that are gone.
+        self.run_worker(self._work(), exclusive=True, group="doctor", name="doctor")
 
     def action_rerun(self) -> None:
         self.query_one("#doc-table", DataTable).clear()

@@ -283,3 +283,22 @@ async def test_picking_another_page_in_the_sidebar_leaves_the_test_for_that_page
         screen.query_one(Sidebar).post_message(Sidebar.Jump("network"))
         await pilot.pause()
         assert pilot.app.screen is not screen and shown == ["network"]
+
+
+async def test_leaving_the_page_while_the_test_runs_stops_the_test_and_says_so():
+    """Escape mid-run: the run is cancelled with the page (its events must not reach widgets that are gone; that
+    crashed the wizard with NoMatches) and a notice says how to run it again."""
+    gate = asyncio.Event()
+    screen = BandwidthScreen(simulated=True, run=events(stop_at="rails", gate=gate))
+    async with Wizardish(screen).run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        worker = next(w for w in pilot.app.workers if w.name == "bwtest")
+        await pilot.press("escape")
+        await pilot.pause(0.2)
+        gate.set()  # the run would go on here, had it not been stopped
+        await pilot.pause(0.2)
+        assert pilot.app.screen is not screen
+        assert worker.is_cancelled
+        assert [n.message for n in pilot.app._notifications] == [
+            "bandwidth test stopped: it ran on this page (B runs it again)"
+        ]

@@ -107,3 +107,23 @@ async def test_the_doctor_screen_lists_failures_first_and_shows_the_fix_of_the_s
         fix = text(screen.query_one("#doc-fix", Static))
         assert "run stage roce on server2" in fix and "PFC 00000000" in fix
         assert "1 failing" in text(screen.query_one("#doc-status", Static))
+
+
+async def test_leaving_the_doctor_while_it_runs_stops_it_with_the_page():
+    """Its events must not reach the widgets of a page that is gone (that raised NoMatches and crashed the app)."""
+    gate = asyncio.Event()
+
+    async def slow(emit):  # type: ignore[no-untyped-def]
+        emit("phase", {"name": "probe", "text": "reading facts"})
+        await gate.wait()
+        emit("phase", {"name": "lint", "text": "comparing hosts"})
+        return []
+
+    screen = DoctorScreen(simulated=True, run=slow)
+    async with Host(screen).run_test() as pilot:
+        await pilot.pause(0.1)
+        worker = next(w for w in pilot.app.workers if w.name == "doctor")
+        await pilot.press("escape")
+        gate.set()
+        await pilot.pause(0.2)
+        assert pilot.app.screen is not screen and worker.is_cancelled
