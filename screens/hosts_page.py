@@ -133,7 +133,8 @@ class HostsPage(Vertical):
         self.query_one(VirtualTable).set_rows(rows, keys, headers)
         self.query_one(FilterBar).show_count(shown, len(engine.answers.hosts))
         reports = self.wizard.conn_reports
-        problems = [f"{r.host}: {r.problem}" for r in reports.values() if r.problem]
+        # In the host list's order, not the order the answers came in: a reader finds a host where they expect it.
+        problems = [f"{h.name}: {r.problem}" for h in engine.answers.hosts if (r := reports.get(h.name)) and r.problem]
         problem = self.query_one("#host-problem", Static)
         update_if_changed(
             problem, "\n".join(problems[:20]) + (f"\n… and {len(problems) - 20} more" if len(problems) > 20 else "")
