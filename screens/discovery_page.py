@@ -120,7 +120,12 @@ class DiscoveryPage(Vertical):
         facts = index.full(self.host or "")
         summary = self.query_one("#disc-host-facts", Static)
         if facts is None:
+            cell = self.wizard.progress.cell("discovery", self.host) if self.host else None
             words = "No facts yet for this host: press a to discover (reads only, changes nothing)."
+            if cell is not None and cell.status == "running":
+                words = f"{self.host} is being read; its facts show here when it answers."
+            elif cell is not None and cell.status == "failed" and cell.reason:
+                words = f"No facts for this host: {cell.reason}"
             if not self.wizard.progress.hosts:
                 words = "No hosts yet: add them on the Hosts page, then press a to discover."
             update_if_changed(summary, Text(words, style="dim"))

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from textual import events
-from textual.widgets import Input, Label
+from textual.widgets import Input, Label, Static
 
 from screens.fleet import duration, stage_counts, stage_progress_line
 from screens.progress import Progress
@@ -195,3 +195,30 @@ async def test_keys_typed_in_one_burst_after_slash_all_go_to_the_filter(tmp_path
         await pilot.pause(0.3)
         assert page.query_one(".filter-text", Input).value == "001f"
         assert str(page.query_one(".filter-state", Label).render()) == "0/12 hosts (matching '001f')"
+
+
+async def test_a_host_without_facts_says_it_is_being_read_or_why_it_could_not_be(tmp_path: Path) -> None:
+    """While discovery runs, 'press a to discover' would ask for what is already under way."""
+    app = make_fleet_app(tmp_path / "state", 3, facts=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n")
+        await pilot.pause(0.2)
+        bus = app.engine.bus
+        bus.emit("stage_started", stage="discovery", title="Discovery")
+        bus.emit("host_status", stage="discovery", host="gpu-0001", status="running", reason=PROBING)
+        bus.emit("host_status", stage="discovery", host="gpu-0002", status="failed", reason="no SSH answer within 10s")
+        app.main.show_page("discovery")
+        await pilot.pause(0.3)
+        page = app.main.current()
+
+        async def facts_line(host: str) -> str:
+            page.host = host
+            page._show()
+            await pilot.pause(0.1)
+            return str(page.query_one("#disc-host-facts", Static).render())
+
+        assert await facts_line("gpu-0001") == "gpu-0001 is being read; its facts show here when it answers."
+        assert await facts_line("gpu-0002") == "No facts for this host: no SSH answer within 10s"
+        assert await facts_line("gpu-0003") == (
+            "No facts yet for this host: press a to discover (reads only, changes nothing)."
+        )
