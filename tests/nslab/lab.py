@@ -214,6 +214,12 @@ class NsLab:
         self._wait_listening()
         return self
 
+    def renice(self, niceness: int) -> None:
+        """Every host's sshd (and so the sessions and commands it starts from now on) at this niceness: on a real
+        fleet each sshd runs on its own host's CPUs, here all share the machine's cores with the program measured."""
+        for host in self.hosts:
+            os.setpriority(os.PRIO_PROCESS, int((host.workdir / "sshd.pid").read_text()), niceness)
+
     def answers(self, cluster: str, **ssh: Any) -> dict[str, Any]:
         """An answers file's content for every lab host, with the lab's key and known_hosts (a real bring-up's);
         ``ssh`` adds or overrides settings of its ssh section."""
