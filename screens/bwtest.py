@@ -11,10 +11,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Header, Label, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Header, Label, Static, TabbedContent, TabPane
 
 from screens.bw_progress import BwProgress
 from screens.bw_results import NCCL_OFF, cross_text, verdict_text
+from screens.footer import KeyFooter
 from screens.heatmap import HeatMap
 from screens.incast_view import IncastView
 from screens.sidebar import Sidebar
@@ -141,7 +142,7 @@ class BandwidthScreen(Screen):
                     with TabPane("Results", id="tab-results"):
                         yield DataTable(id="bw-table", zebra_stripes=True)
                         yield Static("", id="bw-verdict")
-        yield Footer()
+        yield KeyFooter()
 
     def _tag(self) -> str:
         return "bandwidth test · " + ("SIMULATED cluster - " if self.simulated else "")

@@ -8,7 +8,9 @@ from typing import Any
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
+
+from screens.footer import KeyFooter
 
 EventFn = Callable[[str, dict[str, Any]], None]
 DiagnoseFn = Callable[[EventFn], Awaitable[list[Any]]]
@@ -50,7 +52,7 @@ class DoctorScreen(Screen):
         yield Static(("SIMULATED cluster - " if self.simulated else "") + "doctor: starting", id="doc-status")
         yield DataTable(id="doc-table", cursor_type="row", zebra_stripes=True)
         yield Static("", id="doc-fix")
-        yield Footer()
+        yield KeyFooter()
 
     def on_mount(self) -> None:
         self.query_one("#doc-table", DataTable).add_columns("status", "tree", "host", "check", "evidence")

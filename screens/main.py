@@ -11,10 +11,11 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.widget import Widget
-from textual.widgets import ContentSwitcher, Footer, Header, Input, Label
+from textual.widgets import ContentSwitcher, Header, Input, Label
 
 from screens.discovery_page import DiscoveryPage
 from screens.filter_bar import FilterBar
+from screens.footer import KeyFooter
 from screens.hosts_page import HostsPage
 from screens.log_panel import LogPanel
 from screens.sidebar import Sidebar
@@ -74,7 +75,7 @@ class MainScreen(Screen[None]):
             yield Sidebar(wizard.pages(), id="sidebar")
             with ContentSwitcher(id="pages"):
                 yield self._make_page(self.page)
-        yield Footer()
+        yield KeyFooter()
 
     def _make_page(self, page: str) -> Widget:
         """Pages are built on first visit: building all of them up front took seconds on a busy machine."""

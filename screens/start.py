@@ -9,8 +9,9 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Button, DataTable, Footer, Header, Label, Static
+from textual.widgets import Button, DataTable, Header, Label, Static
 
+from screens.footer import KeyFooter
 from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
 from screens.summary_page import STATUS_STYLE
 from wizard.engine.interactive import resume_point, saved_progress
@@ -71,7 +72,7 @@ class StartScreen(Screen[str]):
                 yield Static("No saved progress here yet." if engine.host_names else NEW_CLUSTER, classes="dim")
                 with Horizontal(classes="actions"):
                     yield Button("Start (n)", id="new", variant="primary", compact=True)
-        yield Footer()
+        yield KeyFooter()
 
     def has_progress(self) -> bool:
         return self.wizard.engine.store.exists()

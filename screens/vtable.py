@@ -27,10 +27,18 @@ MAX_WIDTH = 48
 
 
 def update_if_changed(widget: Any, content: Any) -> None:
-    """``Static.update`` lays the whole screen out again; redraws that change nothing skip it."""
+    """``Static.update`` lays the whole screen out again, and a layout repaints all of it (50 ms at 160x50 with
+    1,000 hosts, measured on a discovery under way): redraws that change nothing skip the update, and a widget whose
+    size does not follow its content (a one-line title 100% wide) is updated without a layout."""
     if getattr(widget, "_last_content", None) != content:
         widget._last_content = content
-        widget.update(content)
+        widget.update(content, layout=sized_by_content(widget))
+
+
+def sized_by_content(widget: Any) -> bool:
+    """Whether the widget's width or height is ``auto`` (unset counts as auto): then new content can resize it."""
+    styles = widget.styles
+    return any(scalar is None or scalar.is_auto for scalar in (styles.width, styles.height))
 
 
 def _plain_style(cell: Cell) -> tuple[str, Style | str]:
