@@ -26,14 +26,17 @@ def shown_keys(screen: Screen[Any]) -> tuple[tuple[str, str, str, bool, str], ..
 class KeyFooter(Footer):
     """A ``Footer`` that skips rebuilding when the keys to show are those already shown."""
 
-    _shown: tuple[tuple[str, str, str, bool, str], ...] | None = None
+    _shown: tuple[tuple[str, str, str, bool, str], ...] | None = None  # None: unknown, rebuild
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         # Footer recomposes only once ready, with the app focused and on its own screen: the keys are remembered
         # only when it will.
         if self._bindings_ready and screen.app.app_focus and self.is_attached and screen is self.screen:
-            keys = shown_keys(screen)
-            if keys == self._shown:
+            try:
+                keys = shown_keys(screen)
+            except Exception:  # noqa: BLE001 - a screen still composing may not answer its check_action yet
+                keys = None
+            if keys is not None and keys == self._shown:
                 return
             self._shown = keys
         super().bindings_changed(screen)
