@@ -29,7 +29,8 @@ NO_LLDPD = "gpu-004"  # lldpd is not running on this host: none of its ports has
 
 
 def fabric_facts() -> dict[str, dict[str, Any]]:
-    """Rail-optimized cabling: port i of host n -> leaf-r<i> swp<n>, Cumulus-style names (docs/dev/briefs/issue14-brief.md)."""
+    """Rail-optimized cabling: port i of host n -> leaf-r<i> swp<n>, Cumulus-style names
+    (docs/dev/briefs/issue14-brief.md)."""
     facts: dict[str, dict[str, Any]] = {}
     for n, host in enumerate(HOSTS, start=1):
         disc = reference_host(host, lldp_status="not running" if host == NO_LLDPD else "ok")

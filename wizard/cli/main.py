@@ -17,6 +17,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "check": ("check", "test SSH, key and sudo on every host; read-only"),
     "plan": ("plan", "the ordered changes per host, reading only (or as scripts)"),
     "status": ("status", "saved progress per stage and host"),
+    "verify": ("verify", "re-check every stage on every host, changing nothing: what no longer holds"),
     "rollback": ("rollback", "put back the files the wizard replaced"),
     "bwtest": ("bwtest", "RDMA bandwidth per rail and pair, latency, incast, NCCL"),
     "doctor": ("doctor", "troubleshooting trees on every host: evidence and fix"),
