@@ -44,6 +44,18 @@ _SUDO_PASSWORD_HINT = (
 # with LC_ALL=C. sudo's env_reset may drop LC_ALL, so commands run through sudo get it again from env(1).
 SBIN_ON_PATH = 'PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"; LC_ALL=C; export PATH LC_ALL; '
 SUDO_C_LOCALE = ("env", "LC_ALL=C")
+# AES-GCM first: asyncssh does a packet's AES-GCM in one call into OpenSSL (AES-NI), its ChaCha20-Poly1305 (its and
+# OpenSSH's first choice) in four Python-level cipher calls per packet, a fifth of the wizard's CPU in a 300-host
+# discovery (profiled on the namespace lab). Every OpenSSH since 6.2 offers both; the rest stay as fallbacks.
+CIPHER_PREFERENCE = (
+    "aes128-gcm@openssh.com",
+    "aes256-gcm@openssh.com",
+    "chacha20-poly1305@openssh.com",
+    "aes256-ctr",
+    "aes192-ctr",
+    "aes128-ctr",
+)
+READ_CHUNK = 65536  # characters read from a command's output at a time (whatever has arrived, up to this)
 
 
 @dataclass(slots=True)
@@ -149,6 +161,7 @@ class SshExecutor:
             "keepalive_interval": t.keepalive_interval_s,
             "keepalive_count_max": 3,
             "tunnel": tunnel,
+            "encryption_algs": CIPHER_PREFERENCE,
         }
         if t.identity_file:
             options["client_keys"] = [os.path.expanduser(t.identity_file)]
@@ -453,21 +466,31 @@ class SshExecutor:
 
         noise = [marker is not None]  # still before the marker
 
+        def take(line: str, stream: Stream, sink: list[str]) -> None:
+            """One line of output, with its newline (none on a last line without one)."""
+            if stream == "stdout" and noise[0]:
+                noise[0] = marker not in line  # type: ignore[operator]
+                return
+            if stream == "stdout":
+                raw.append(line)
+            text = line.rstrip("\n")
+            sink.append(text)
+            if on_line:
+                on_line(stream, text)
+            if self.listener and not quiet:
+                self.listener.output_line(self.name, stream, text)
+
         async def pump(reader: asyncssh.SSHReader[str], stream: Stream, sink: list[str]) -> None:
-            async for line in reader:
-                if not line:
-                    continue
-                if stream == "stdout" and noise[0]:
-                    noise[0] = marker not in line  # type: ignore[operator]
-                    continue
-                if stream == "stdout":
-                    raw.append(line)
-                text = line.rstrip("\n")
-                sink.append(text)
-                if on_line:
-                    on_line(stream, text)
-                if self.listener and not quiet:
-                    self.listener.output_line(self.name, stream, text)
+            # Read what has arrived and split it here: asyncssh's line iterator costs a lock, a search and a wakeup
+            # per line, and a discovery batch prints about 1,000 lines per host (a quarter of the wizard's CPU in
+            # a 300-host discovery, profiled on the namespace lab).
+            pending = ""
+            while chunk := await reader.read(READ_CHUNK):
+                *lines, pending = (pending + chunk).split("\n")
+                for line in lines:
+                    take(line + "\n", stream, sink)
+            if pending:
+                take(pending, stream, sink)
 
         work = asyncio.gather(pump(process.stdout, "stdout", out), pump(process.stderr, "stderr", err), process.wait())
         try:
