@@ -11,7 +11,7 @@ from collections import deque
 from pathlib import Path
 
 from pydantic import BaseModel
-from textual import work
+from textual import events, work
 from textual.app import App
 from textual.binding import Binding
 
@@ -133,6 +133,15 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         return self._facts
 
     # -- lifecycle ----------------------------------------------------------------------------------------
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key) and self.busy is not None:
+            # Host work is running on the engine's thread: it steps aside until the key's effect is drawn (two
+            # refreshes: the first may be one already due), so the key does not share the interpreter with it.
+            pending = self.engine_thread.key_pending
+            pending.set()
+            self.call_after_refresh(lambda: self.call_after_refresh(pending.clear))
+        await super().on_event(event)
+
     def on_mount(self) -> None:
         gc.freeze()  # the app's start-up objects live as long as it does; collections need not walk them
         self._show_busy()

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+
+YIELD_CHECK_S = 0.01  # how often the engine loop looks whether the screen is handling a key
+YIELD_MAX_S = 0.25  # the longest it steps aside for one key: host work never waits longer than this at a time
 
 
 class EngineThread:
@@ -29,6 +33,10 @@ class EngineThread:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.ui_loop: asyncio.AbstractEventLoop | None = None
+        self.key_pending = threading.Event()
+        """Set by the screen from a key press until the frame that shows its effect: the engine steps aside."""
+        self.stepping_aside = threading.Event()
+        """Set while the engine loop is blocked for a key (tests wait on it)."""
 
     def loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -36,6 +44,7 @@ class EngineThread:
 
             def main() -> None:
                 self._loop = asyncio.new_event_loop()
+                self._loop.create_task(self._step_aside())
                 ready.set()
                 self._loop.run_forever()
 
@@ -44,6 +53,21 @@ class EngineThread:
             ready.wait()
         assert self._loop is not None
         return self._loop
+
+    async def _step_aside(self) -> None:
+        """While the screen handles a key, block this loop (a blocking wait lets go of the GIL), so the key's frame
+        does not share the interpreter with SSH sessions and parsing. The screen clears ``key_pending`` once the
+        frame is drawn; YIELD_MAX_S bounds the wait in case it never does. Sessions lose nothing: what the hosts
+        send waits in the kernel's socket buffers."""
+        while True:
+            if self.key_pending.is_set():
+                deadline = time.monotonic() + YIELD_MAX_S
+                self.stepping_aside.set()
+                while self.key_pending.is_set() and time.monotonic() < deadline:
+                    time.sleep(0.002)
+                self.key_pending.clear()
+                self.stepping_aside.clear()
+            await asyncio.sleep(YIELD_CHECK_S)
 
     async def run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run ``work`` on the engine loop and wait for it here. Cancelling the wait cancels the work there and
