@@ -173,10 +173,12 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
     async def start_over(self) -> None:
         old = self.engine.state_dir
         moved = old.with_name(f"{old.name}.old-{time.strftime('%Y%m%d-%H%M%S')}")
-        extra = " and the simulated hosts' disks (they start bare)" if self.engine.demo else ""
-        if await self.push_screen_wait(
-            Question("Start a new bring-up?", f"The saved progress{extra} moves to {moved}. No host is changed.")
-        ):
+        what = (
+            "The saved progress and the simulated hosts' disks (they start bare) move"
+            if self.engine.demo
+            else "The saved progress moves"
+        )
+        if await self.push_screen_wait(Question("Start a new bring-up?", f"{what} to {moved}. No host is changed.")):
             await self.engine_thread.run(self.engine.close())
             shutil.move(str(old), str(moved))
             self.progress = Progress(self.progress.stages, self.engine.host_names)
