@@ -71,6 +71,13 @@ def test_the_headless_progress_on_stderr_says_nothing_more_for_a_host_read() -> 
     assert stream.getvalue() == ""
 
 
+async def hosts_page(pilot, app):  # type: ignore[no-untyped-def]
+    """From the start screen to the Hosts page (the wizard's first), which is returned."""
+    await pilot.press("n")
+    await pilot.pause(0.3)
+    return app.main.current()
+
+
 def _status(progress: Progress, host: str, status: str, reason: str = "") -> None:
     progress.apply(Event("host_status", {"stage": "discovery", "host": host, "status": status, "reason": reason}))
 
@@ -115,8 +122,7 @@ def test_durations_read_at_a_glance() -> None:
 async def test_connection_test_rows_appear_as_each_host_answers(tmp_path: Path) -> None:
     app = make_fleet_app(tmp_path / "state", 12, facts=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await pilot.pause(0.3)
+        await hosts_page(pilot, app)
         table = app.main.current().query_one("#hosts-table", VirtualTable)
         assert [str(row[3]) for row in table.rows[:2]] == ["·", "·"]
         app._connection_report(ConnectionReport("gpu-0002", True, True, True, "Ubuntu 22.04"))
@@ -132,9 +138,7 @@ async def test_the_hosts_page_opens_on_the_host_list_so_slash_filters_instead_of
 ) -> None:
     app = make_fleet_app(tmp_path / "state", 12, facts=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await pilot.pause(0.3)
-        page = app.main.current()
+        page = await hosts_page(pilot, app)
         table = page.query_one("#hosts-table", VirtualTable)
         assert app.focused is table
         address = page.query_one("#h-address", Input).value
@@ -149,9 +153,7 @@ async def test_the_hosts_page_opens_on_the_host_list_so_slash_filters_instead_of
 async def test_in_a_text_field_slash_is_typed_and_ctrl_f_reaches_the_filter(tmp_path: Path) -> None:
     app = make_fleet_app(tmp_path / "state", 12, facts=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await pilot.pause(0.3)
-        page = app.main.current()
+        page = await hosts_page(pilot, app)
         field = page.query_one("#h-identity_file", Input)
         field.focus()
         field.value = ""
@@ -166,8 +168,7 @@ async def test_in_a_text_field_slash_is_typed_and_ctrl_f_reaches_the_filter(tmp_
 async def test_the_discovery_row_of_a_host_already_read_says_read_while_the_others_still_probe(tmp_path: Path) -> None:
     app = make_fleet_app(tmp_path / "state", 3)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await pilot.pause(0.2)
+        await hosts_page(pilot, app)
         bus = app.engine.bus
         bus.emit("stage_started", stage="discovery", title="Discovery")
         bus.emit("host_status", stage="discovery", host="gpu-0001", status="running", reason=HOST_READ)
@@ -185,9 +186,7 @@ async def test_keys_typed_in_one_burst_after_slash_all_go_to_the_filter(tmp_path
     to the page's bindings ('a' would start the stage) while the focus is still on its way to the filter."""
     app = make_fleet_app(tmp_path / "state", 12, facts=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await pilot.pause(0.3)
-        page = app.main.current()
+        page = await hosts_page(pilot, app)
         for key, char in [("slash", "/"), ("0", "0"), ("0", "0"), ("1", "1"), ("f", "f")]:
             event = events.Key(key, char)  # sent as the terminal driver sends them, with no pause between
             event.set_sender(app)
@@ -201,8 +200,7 @@ async def test_a_host_without_facts_says_it_is_being_read_or_why_it_could_not_be
     """While discovery runs, 'press a to discover' would ask for what is already under way."""
     app = make_fleet_app(tmp_path / "state", 3, facts=False)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await pilot.pause(0.2)
+        await hosts_page(pilot, app)
         bus = app.engine.bus
         bus.emit("stage_started", stage="discovery", title="Discovery")
         bus.emit("host_status", stage="discovery", host="gpu-0001", status="running", reason=PROBING)
