@@ -28,6 +28,8 @@ def test_a_configured_pair_holds_and_verify_says_which_stages_it_checked(tmp_pat
         (host, stage, "done") for host in ("server1", "server2") for stage in STAGES.split(",")
     }
     assert "verify: discovery, network hold on all 2 hosts; nothing changed" in result.stderr
+    network = cli("verify", "--demo", "--only", "network", "--state-dir", str(state))
+    assert "verify: network holds on all 2 hosts; nothing changed" in network.stderr
 
 
 def test_a_cable_pulled_since_the_bring_up_is_named_with_host_check_and_evidence(tmp_path: Path) -> None:
@@ -54,3 +56,17 @@ def test_before_any_stage_is_done_there_is_nothing_to_verify(tmp_path: Path) -> 
 
     assert result.returncode == 0
     assert "nothing to verify: no stage is done on any host yet" in result.stderr
+
+
+def test_an_unreachable_host_is_one_line_and_the_other_host_is_still_verified(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    bring_up(state)
+
+    result = cli("verify", "--demo", "--only", "discovery", "--fault", "server2:unreachable", "--json",
+                 "--state-dir", str(state))  # fmt: skip
+
+    assert result.returncode == 1
+    rows = {r["host"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert rows["server1"]["status"] == "done" and rows["server2"]["status"] == "failed"
+    lines = [line for line in result.stderr.splitlines() if "server2" in line and "booted" not in line]
+    assert len(lines) == 1 and "server2: discovery no longer holds: cannot connect to" in lines[0], lines

@@ -115,5 +115,6 @@ def _print(results: list[dict[str, Any]], stages: list[str], *, as_json: bool, s
         )
     else:
         sys.stderr.write(
-            f"{tag}roce-wizard: verify: {', '.join(stages)} hold on all {len(hosts)} hosts; nothing changed\n"
+            f"{tag}roce-wizard: verify: {', '.join(stages)} {'holds' if len(stages) == 1 else 'hold'} on all "
+            f"{len(hosts)} hosts; nothing changed\n"
         )
