@@ -17,7 +17,8 @@ scrolling (pagedown/pageup on the host list) and a page change (``b``/``n``). Pr
 - peak_rss_mib: the process's peak resident memory (ru_maxrss; the lab's sshd are other processes), with
   rss_mib at start, after the connection test and after discovery.
 
-    python -m bench.tui_real [--hosts 1000] [--parallel 64] [--size 160x50] [--lab-nice 19] [--trace]
+    python -m bench.tui_real [--hosts 1000] [--parallel 64] [--size 160x50] [--lab-nice 19] [--no-step-aside]
+                             [--trace]
 
 The lab's 1,000 sshd share this machine's two cores with the wizard, which no real fleet does: there each sshd
 runs on its own host. ``--lab-nice 19`` lets them take only the CPU the wizard leaves, which measures the wizard's
@@ -356,6 +357,11 @@ def main() -> int:
     parser.add_argument("--trace", action="store_true", help="tracemalloc's largest sites after discovery (stderr)")
     parser.add_argument("--no-keys", action="store_true", help="no timed keys: rows and memory only")
     parser.add_argument(
+        "--no-step-aside",
+        action="store_true",
+        help="the engine does not step aside while a key is handled (to measure what that buys)",
+    )
+    parser.add_argument(
         "--lab-nice",
         type=int,
         default=0,
@@ -368,6 +374,13 @@ def main() -> int:
         print(f"cannot run: {reason}", file=sys.stderr)
         return 2
     cols, rows = (int(x) for x in args.size.split("x"))
+    if args.no_step_aside:
+        from screens.engine_thread import EngineThread
+
+        async def never(self: EngineThread) -> None:
+            await asyncio.Event().wait()
+
+        EngineThread._step_aside = never  # type: ignore[method-assign]
     print("$ " + command_line("tui_real"), file=sys.stderr, flush=True)
     lab = NsLab(Path(tempfile.gettempdir()) / "roce-wizard-bench-tui", prefix="rt-", network="10.81.0.0/16")
     started = time.perf_counter()
@@ -386,6 +399,7 @@ def main() -> int:
         "command": command_line("tui_real"),
         "lab_up_s": round(lab_s, 1),
         "lab_nice": args.lab_nice,
+        "step_aside": not args.no_step_aside,
         "cpus": os.cpu_count(),
         **result,
     }
