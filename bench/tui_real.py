@@ -357,6 +357,12 @@ def main() -> int:
     parser.add_argument("--trace", action="store_true", help="tracemalloc's largest sites after discovery (stderr)")
     parser.add_argument("--no-keys", action="store_true", help="no timed keys: rows and memory only")
     parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="FILE",
+        help="profile the screen's thread (cProfile) and write it to FILE; it slows the run, so not for timings",
+    )
+    parser.add_argument(
         "--no-step-aside",
         action="store_true",
         help="the engine does not step aside while a key is handled (to measure what that buys)",
@@ -392,7 +398,15 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             state = Path(tmp) / "state"
             write_answers(lab, state, args.parallel)
-            result = asyncio.run(drive(state, keys=not args.no_keys, trace=args.trace, size=(cols, rows)))
+            run = drive(state, keys=not args.no_keys, trace=args.trace, size=(cols, rows))
+            if args.profile:
+                import cProfile
+
+                profile = cProfile.Profile()  # the calling thread only: the screen's, not the engine's
+                result = profile.runcall(asyncio.run, run)
+                profile.dump_stats(str(args.profile))
+            else:
+                result = asyncio.run(run)
     finally:
         lab.down()
     result = {
