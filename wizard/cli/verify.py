@@ -23,7 +23,7 @@ from wizard.cli.options import (
     run_async,
     select_stages,
 )
-from wizard.errors import EXIT_OK
+from wizard.errors import EXIT_OK, UsageError
 
 EXIT_BROKEN = 1
 
@@ -36,16 +36,54 @@ def parser() -> argparse.ArgumentParser:
     add_target_options(p)
     add_stage_options(p, only="comma-separated stages to re-check (default: every stage done on some host)")
     add_json_option(p, "print one JSON line per host and stage on stdout")
+    p.add_argument(
+        "--reboot",
+        action="store_true",
+        help="then reboot the hosts in waves, verify each after its reboot and say what did not survive, and why",
+    )
+    p.add_argument(
+        "--max-unavailable",
+        type=positive_int,
+        default=1,
+        metavar="N",
+        help="with --reboot: hosts down at once (default 1; inference replicas still go one at a time)",
+    )
+    p.add_argument(
+        "--boot-timeout",
+        type=positive_int,
+        default=900,
+        metavar="S",
+        help="with --reboot: seconds a host may take to come back before the run stops (default 900)",
+    )
+    p.add_argument("--flap", metavar="HOST:PORT", help="take one rail port down and up, then verify that host")
+    p.add_argument("--yes", action="store_true", help="allow --reboot and --flap without asking")
     return p
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     check_target(args, "verify")
+    if args.reboot and args.flap:
+        raise UsageError("verify: --reboot and --flap are separate checks; run one, then the other")
+    if (args.reboot or args.flap) and not args.yes and not sys.stdin.isatty():
+        what = "--reboot reboots hosts" if args.reboot else "--flap takes a live link down"
+        raise UsageError(f"verify: {what}: pass --yes, or run it at a terminal to be asked")
     stages = select_stages(args.only, args.from_stage)
     from wizard.answers.model import load_answers
 
-    return run_async(_verify(args, load_answers(answers_path(args)), stages, chosen=bool(args.only or args.from_stage)))
+    answers = load_answers(answers_path(args))
+    if args.flap:
+        from wizard.cli.verify_flap import parse_target
+
+        parse_target(args.flap, [h.name for h in answers.hosts])  # a mistyped host fails before anything runs
+    return run_async(_verify(args, answers, stages, chosen=bool(args.only or args.from_stage)))
 
 
 async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, chosen: bool) -> int:
@@ -60,7 +98,17 @@ async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, 
             failed_checks.setdefault((d["stage"], d["host"]), []).append(d)
 
     results: list[dict[str, Any]] = []
+    tag = "[simulated] " if args.demo else ""
+
+    def emit(line: str) -> None:
+        sys.stderr.write(f"{tag}{line}\n")
+        sys.stderr.flush()
+
     async with session_for_args(args, answers) as session:
+        if args.flap:  # a port that must not go down is refused before anything runs
+            from wizard.cli.verify_flap import check_port, parse_target
+
+            check_port(session.runner, *parse_target(args.flap, [h.name for h in answers.hosts]))
         hosts = [h.name for h in answers.hosts]
         saved = saved_progress(session.store, hosts, stages)
         if not chosen:  # a stage no host ever finished has nothing to re-check yet
@@ -72,8 +120,21 @@ async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, 
                 status = outcome.statuses.get(host, "skipped")
                 was = saved[host][stage].status
                 results.append(_result(stage, host, status, was, session, failed_checks.get((stage, host), [])))
-    _print(results, stages, as_json=args.json, simulated=args.demo)
-    return EXIT_BROKEN if any(r["status"] == "failed" for r in results) else EXIT_OK
+        broken = any(r["status"] == "failed" for r in results)
+        _print(results, stages, as_json=args.json and not (args.reboot or args.flap), simulated=args.demo)
+        if broken or not stages or not (args.reboot or args.flap):
+            if broken and (args.reboot or args.flap):
+                what = "rebooted" if args.reboot else "flapped"
+                emit(f"roce-wizard: verify: nothing was {what}: what fails now would fail after it too and prove "
+                     "nothing about persistence; fix it first")  # fmt: skip
+            return EXIT_BROKEN if broken else EXIT_OK
+        if args.flap:
+            from wizard.cli.verify_flap import flap_check
+
+            return await flap_check(args, session, stages, emit)
+        from wizard.cli.verify_reboot import reboot_check
+
+        return await reboot_check(args, session, stages, emit)
 
 
 def _result(stage: str, host: str, status: str, was: str, session: Any, checks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -50,6 +50,10 @@ class EventBus:
     def subscribe(self, sink: EventSink) -> None:
         self._sinks.append(sink)
 
+    def unsubscribe(self, sink: EventSink) -> None:
+        if sink in self._sinks:
+            self._sinks.remove(sink)
+
     def emit(self, kind: str, **data: Any) -> None:
         event = Event(kind, data)
         for sink in self._sinks:

@@ -8,14 +8,17 @@ from wizard.engine.runner import Runner, StageOutcome
 from wizard.engine.state import StateStore, now
 
 
-async def verify_stage(runner: Runner, stage: str) -> StageOutcome:
-    """Probe and check ``stage`` on every host without changing anything; statuses are saved as in a run."""
+async def verify_stage(
+    runner: Runner, stage: str, only: list[str] | None = None, *, fresh_discovery: bool = False
+) -> StageOutcome:
+    """Probe and check ``stage`` on every host (or the ``only`` ones, the others left as saved) without changing
+    anything; statuses are saved as in a run. ``fresh_discovery``: the caller has just read discovery again."""
     outcome = StageOutcome(stage)
     runner.bus.emit("stage_started", stage=stage, title=runner.steps[stage].title)
-    if stage != "discovery" and "discovery" in runner.steps:
-        await runner._refresh_discovery()
-    hosts = runner._hosts_in_run()
-    for host in [h.name for h in runner.answers.hosts if h.name not in hosts]:
+    if stage != "discovery" and "discovery" in runner.steps and not fresh_discovery:
+        await runner._refresh_discovery(only)
+    hosts = [h for h in runner._hosts_in_run() if only is None or h in only]
+    for host in [h.name for h in runner.answers.hosts if h.name not in hosts and (only is None or h.name in only)]:
         runner._finish(stage, host, "skipped", runner._out_of_run[host], outcome)
     for host in hosts:
         runner._set(stage, host, "running", "verifying (no changes)")

@@ -317,9 +317,13 @@ class Runner(PlanAhead):
             self.logs.write(host, traceback.format_exc())
             self._finish(stage, host, "failed", f"internal error while probing: {exc!r}", outcome)
 
-    async def _refresh_discovery(self) -> None:
+    async def _refresh_discovery(self, only: list[str] | None = None) -> None:
         outcome = StageOutcome("discovery")
-        await self._probe_hosts("discovery", [h.name for h in self.answers.hosts], outcome)
+        hosts = [h.name for h in self.answers.hosts if only is None or h.name in only]
+        for host in hosts:  # read again now: a host discovery could not read before (one rebooting) may answer
+            if self._out_of_run.get(host, "").startswith("discovery "):
+                del self._out_of_run[host]
+        await self._probe_hosts("discovery", hosts, outcome)
         for host, status in outcome.statuses.items():
             self._out_of_run[host] = f"discovery {status}: {self.store.host(host).stage('discovery').reason}"
 

@@ -42,6 +42,23 @@ def boot_order(host: SimHost) -> list[Unit]:
     return ordered
 
 
+DEFAULT_DISABLED = "roce-wizard-qos.service"
+
+
+def disable_at_boot(host: SimHost) -> None:
+    """The ``unit_disabled[=UNIT]`` fault: something on the host disables UNIT before the next boot starts it, as a
+    configuration-management agent that enforces its own list of enabled units does, or ``systemctl preset-all``
+    under a "disable *" preset (systemd.preset(5); RHEL ships 99-default-disable.preset). The runtime state the
+    wizard set stays until then: only a reboot shows that nothing re-applies it."""
+    for fault in host.faults_of("unit_disabled"):
+        unit = fault.arg or DEFAULT_DISABLED
+        for target in BOOT_TARGETS:
+            link = f"/etc/systemd/system/{target}.wants/{unit}"
+            if host.fs.exists(link):
+                host.fs.remove(link)
+                host.journal_log("init.scope", f'Removed "{link}".', ident="systemctl")
+
+
 async def boot(host: SimHost) -> None:
     """Start the enabled units; those ordered After=network-online.target wait until wait-online is done.
 
@@ -50,6 +67,8 @@ async def boot(host: SimHost) -> None:
     """
     first = getattr(host, "boot_timing", None) is None
     host.units.clear()
+    if not first:
+        disable_at_boot(host)
     timing = waitonline.BootTiming()
     clock = waitonline.EARLY_USERSPACE_S
     order = boot_order(host)

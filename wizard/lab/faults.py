@@ -42,6 +42,9 @@ FAULT_KINDS: dict[str, bool | None] = {
     "ib_link_degraded": None,
     "mixed_link_layer": None,
     "hf_logged_out": False,
+    "unit_disabled": None,
+    "gid_reorder": None,
+    "no_boot": False,
 }
 
 FAULT_HELP = {
@@ -95,6 +98,12 @@ FAULT_HELP = {
     "mixed_link_layer": "mixed_link_layer[=NETDEV] (ib-seed003) a VPI port (default: the last) left in Ethernet mode\n"
     "                   (LINK_TYPE=ETH(2)); cabled into an IB switch it never gets a link (it keeps its name)",
     "hf_logged_out": "hf_logged_out      root never ran `hf auth login`: no Hugging Face token for gated models",
+    "unit_disabled": "unit_disabled[=UNIT] something on the host (a config-management run, a preset) disables UNIT\n"
+    "                   (default roce-wizard-qos.service) before the next boot: what it re-applies is lost then",
+    "gid_reorder": "gid_reorder[=NETDEV] when the port (default: any) goes down and up, its IPv4 GIDs come back at\n"
+    "                   other indices (the old slots still held by a running job's queue pairs)",
+    "no_boot": "no_boot            the host does not come back from its next reboot: its SSH port stays closed\n"
+    "                   (stopped at boot before sshd, e.g. an emergency shell after a bad /etc/fstab line)",
 }
 
 

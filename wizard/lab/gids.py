@@ -66,6 +66,14 @@ class GidTable:
 
     def __init__(self) -> None:
         self.slots: list[GidEntry | None] = [None] * GID_TABLE_LEN
+        self.held: set[int] = set()
+        """Slots whose entry was deleted while still referenced (a QP or address handle of a running process):
+        empty to readers, not free for new entries until the table is rebuilt (ib_core's pending-delete entries)."""
+
+    def hold(self, indices: set[int]) -> None:
+        for i in indices:
+            self.slots[i] = None
+        self.held |= indices
 
     def sync(self, desired: list[GidEntry]) -> None:
         want = set(desired)
@@ -76,9 +84,8 @@ class GidTable:
         for entry in desired:
             if entry in have:
                 continue
-            try:
-                free = self.slots.index(None)
-            except ValueError:
+            free = next((i for i, e in enumerate(self.slots) if e is None and i not in self.held), None)
+            if free is None:
                 return
             self.slots[free] = entry
             have.add(entry)

@@ -6,6 +6,7 @@ import asyncio
 import ipaddress
 import logging
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -88,6 +89,7 @@ class SimHost(LinkState):
         self.sysctl: dict[str, str] = {}
         self.state = "running"
         self.boot_time = time.time()
+        self.boot_id = str(uuid.uuid4())  # proc(5): /proc/sys/kernel/random/boot_id, a UUID drawn at every boot
         self.reboot_seconds = 3.0
         self.time_scale_override: float | None = None
         self.ssh_drop_fired = False
@@ -182,6 +184,7 @@ class SimHost(LinkState):
             self.__dict__.pop("cm_groups", None)  # configfs groups live in kernel memory
             self.gid_tables.clear()
             self.boot_time = time.time()
+            self.boot_id = str(uuid.uuid4())
             self.kernel_log(f"Linux version {self.profile.kernel} (buildd@lcy02-amd64-090) #135-Ubuntu SMP")
             if self.stack == "doca":
                 for card in self.profile.cards:
@@ -297,6 +300,8 @@ class SimHost(LinkState):
             task.cancel()
         delay = self.lab.reboot_seconds if self.lab is not None else self.reboot_seconds
         await asyncio.sleep(delay)
+        if self.fault("no_boot"):
+            return  # stays down: its address refuses SSH, as a host stopped before sshd at boot does
         self.power_on()
         self.state = "running"
         await self.start_units()

@@ -169,6 +169,23 @@ def set_up(host: SimHost, name: str, up: bool) -> None:
         ensure_link_local(dev)
     else:
         drop_link_local(dev)
+        _hold_ipv4_gids(host, name)
+
+
+def _hold_ipv4_gids(host: SimHost, name: str) -> None:
+    """The ``gid_reorder[=NETDEV]`` fault: the port's IPv4 GIDs, deleted when it goes down, stay referenced by a
+    running job's queue pairs, so their slots are not free when the address comes back and its GIDs land at higher
+    indices. NVIDIA/nccl#2157: ib_core re-registers GIDs first-free-slot and "previously-kref'd entries (held by
+    surviving QPs / AHs) leave holes"; NVIDIA/nccl#1333: an index that moved from 3 to 4 or 8 mid-training."""
+    if not any(f.arg in (None, name) for f in host.faults_of("gid_reorder")):
+        return
+    from wizard.lab import rdma
+
+    for dev in rdma.devices(host):
+        if dev.netdev == name:
+            table = rdma.gid_table(host, dev)
+            table.hold({i for i, e in table.entries() if e.gid.startswith("0000:0000:0000:0000:0000:ffff:")})
+            host.__dict__.get("_gid_synced", {}).pop(dev.name, None)  # re-added, at new slots, on the next read
 
 
 def add_addr(host: SimHost, name: str, text: str, origin: str = "manual") -> None:

@@ -48,7 +48,14 @@ def proc_root(host: SimHost) -> DynDir:
             "loadavg": _text(lambda: "0.08 0.03 0.01 1/812 4242\n"),
             "net": DynDir(lambda: {"bonding": DynDir(bonding)}),
             "sys": DynDir(
-                lambda: {"kernel": DynDir(lambda: {"hostname": DynFile(lambda: host.hostname + "\n", hostname_write)})}
+                lambda: {
+                    "kernel": DynDir(
+                        lambda: {
+                            "hostname": DynFile(lambda: host.hostname + "\n", hostname_write),
+                            "random": DynDir(lambda: {"boot_id": _text(lambda: host.boot_id + "\n")}),
+                        }
+                    )
+                }
             ),
         }
 

@@ -134,12 +134,54 @@ def _processes(ctx: Ctx) -> list[tuple[int, str]]:
     return procs
 
 
+PS_FIELDS = ("pid", "etimes", "comm", "args")
+
+
 @command("ps")
 async def ps(ctx: Ctx) -> int:
-    ctx.print("    PID TTY          TIME CMD")
+    """``ps`` and procps' ``ps -eo FIELD[=],...`` with the fields pid, etimes (seconds since the process started),
+    comm and args (its full command line: a service's ExecStart= as systemd ran it, wizard/lab/procfs.py)."""
+    fields = _format(list(ctx.args))
+    if fields is None:
+        ctx.print("    PID TTY          TIME CMD")
+        for pid, name in _processes(ctx):
+            ctx.print(f"{pid:>7} ?        00:00:00 {name}")
+        return 0
+    from wizard.lab.procfs import running_commands
+
+    argvs = running_commands(ctx.host)
+    started = {rt.pid: rt.since for rt in ctx.host.units.values()}
+    now = time.time()
+    names = [f.rstrip("=") for f in fields]
+    if not all(f.endswith("=") for f in fields):
+        ctx.print(" ".join(n.upper() for n in names))
     for pid, name in _processes(ctx):
-        ctx.print(f"{pid:>7} ?        00:00:00 {name}")
+        since = started.get(pid) or ctx.host.boot_time
+        values = {
+            "pid": str(pid),
+            "etimes": str(max(0, int(now - since))),
+            "comm": name[:15],
+            "args": " ".join(argvs.get(pid, [name])),
+        }
+        ctx.print(" ".join(values[n] for n in names))
     return 0
+
+
+def _format(args: list[str]) -> list[str] | None:
+    """The -o/-eo field list, or None for plain ps; unknown fields fail as procps does."""
+    fields: list[str] = []
+    while args:
+        a = args.pop(0)
+        if a in ("-o", "-eo", "-ao"):
+            fields += args.pop(0).split(",") if args else []
+        elif a.startswith(("-eo", "-o")) and len(a) > 3:
+            fields += a.split("o", 1)[1].split(",")
+    if not fields:
+        return None
+    bad = [f for f in fields if f.rstrip("=") not in PS_FIELDS]
+    if bad:
+        raise CommandFailed(f'error: unknown user-defined format specifier "{bad[0].rstrip("=")}"', 1)
+    return fields
 
 
 @command("pgrep", "pkill")

@@ -1,0 +1,141 @@
+"""``verify --reboot`` and ``verify --flap`` on the simulated pair, brought up once with the inference service
+spanning both hosts (layout span: one serving group, so its Ray worker on server2 holds queue pairs on the rails).
+
+Each test works on its own copy of that state: the simulated hosts boot from the copied disks, so a reboot or a
+fault in one test never reaches another.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.engine.test_headless_demo import EXAMPLE, cli
+
+
+@pytest.fixture(scope="module")
+def span(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """(answers, state) of a pair where every stage is done, inference spanning both hosts."""
+    root = tmp_path_factory.mktemp("span")
+    answers = root / "answers.yaml"
+    text = EXAMPLE.read_text()
+    answers.write_text(text.replace("  layout: auto ", "  layout: span #", 1))
+    assert "layout: span" in answers.read_text()
+    done = cli("--demo", "--answers", str(answers), "--yes", "--state-dir", str(root / "state"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    return answers, root / "state"
+
+
+def verify(span: tuple[Path, Path], tmp_path: Path, *args: str) -> tuple[int, str, str]:
+    answers, state = span
+    mine = tmp_path / "state"
+    shutil.copytree(state, mine)
+    r = cli("verify", "--demo", "--answers", str(answers), "--state-dir", str(mine), *args)
+    return r.returncode, r.stdout, r.stderr
+
+
+@pytest.mark.slow  # the bring-up once (about 15 s), then about 10 s per test
+def test_a_rolling_reboot_reboots_one_host_at_a_time_and_everything_survives(
+    span: tuple[Path, Path], tmp_path: Path
+) -> None:
+    code, out, err = verify(span, tmp_path, "--reboot", "--yes", "--json")
+
+    assert code == 0, err[-3000:]
+    assert "rolling reboot: 2 host(s) in 2 wave(s) of at most 1: server1; server2" in err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [(r["host"], r["wave"], r["came_back"], r["lost"]) for r in rows] == [
+        ("server1", 1, True, {}),
+        ("server2", 2, True, {}),
+    ]
+    assert "all 2 host(s) rebooted and discovery, ofed, network, roce, gpudirect, nccl, inference held" in err
+
+
+@pytest.mark.slow
+def test_a_unit_disabled_before_the_reboot_is_named_with_what_should_have_restored_it_and_the_run_stops(
+    span: tuple[Path, Path], tmp_path: Path
+) -> None:
+    code, _, err = verify(span, tmp_path, "--reboot", "--yes", "--only", "roce", "--fault", "server1:unit_disabled")
+
+    assert code == 1
+    # Before the reboot the runtime settings are all there: only the reboot shows nothing re-applies them.
+    assert "roce holds on all 2 hosts" in err
+    assert "server1: roce did not survive the reboot" in err
+    assert "roce-wizard-qos.service is disabled" in err
+    assert "why: not restored at boot; the stage would: persist across reboots" in err
+    assert "stopped before wave 2: server1 did not hold, so 1 host(s) were not rebooted: server2" in err
+    assert "wave 2/2" not in err
+
+
+@pytest.mark.slow
+def test_a_host_that_does_not_come_back_is_named_with_what_its_address_still_answers(
+    span: tuple[Path, Path], tmp_path: Path
+) -> None:
+    code, _, err = verify(
+        span, tmp_path, "--reboot", "--yes", "--only", "network", "--boot-timeout", "3", "--fault", "server1:no_boot"
+    )
+
+    assert code == 1
+    line = next(ln for ln in err.splitlines() if "server1: did not come back" in ln)
+    assert "sshd does not listen" in line and "console" in line
+    assert "1 host(s) were not rebooted: server2" in err
+
+
+@pytest.mark.slow
+def test_nothing_is_rebooted_while_a_stage_already_fails(span: tuple[Path, Path], tmp_path: Path) -> None:
+    code, _, err = verify(
+        span, tmp_path, "--reboot", "--yes", "--only", "network", "--fault", "server2:link_down=ens1f0np0"
+    )
+
+    assert code == 1
+    assert "nothing was rebooted: what fails now would fail after it too" in err
+    assert "rolling reboot" not in err
+
+
+def test_a_reboot_or_a_flap_without_yes_and_without_a_terminal_is_refused_before_anything_runs(
+    span: tuple[Path, Path],
+) -> None:
+    answers, state = span
+    for check in (["--reboot"], ["--flap", "server2:ens1f1np1"]):
+        r = cli("verify", "--demo", "--answers", str(answers), "--state-dir", str(state), *check)
+        assert r.returncode == 2, r.stderr
+        assert "pass --yes, or run it at a terminal to be asked" in r.stderr
+        assert "booted from the disks" not in r.stderr
+
+
+@pytest.mark.slow
+def test_a_flap_that_moves_the_gid_names_the_ray_worker_started_before_it(
+    span: tuple[Path, Path], tmp_path: Path
+) -> None:
+    code, _, err = verify(
+        span, tmp_path, "--flap", "server2:ens1f1np1", "--yes", "--only", "nccl", "--fault", "server2:gid_reorder"
+    )
+
+    assert code == 1, err[-3000:]
+    assert "server2:ens1f1np1: its RoCE v2 IPv4 GID ::ffff:192.168.12.2 moved from index 3 to 5" in err
+    assert "started before the flap and may hold queue pairs on ens1f1np1" in err
+    assert "ray start --address=10.0.0.11:6379" in err
+
+
+@pytest.mark.slow
+def test_a_clean_flap_brings_back_mtu_routes_qos_and_the_same_gid(span: tuple[Path, Path], tmp_path: Path) -> None:
+    code, _, err = verify(span, tmp_path, "--flap", "server2:ens1f1np1", "--yes", "--only", "network,roce,nccl")
+
+    assert code == 0, err[-3000:]
+    assert "RoCE v2 IPv4 GID unchanged at index 3" in err
+    assert "server2:ens1f1np1 came back whole" in err
+
+
+def test_the_management_port_and_unknown_hosts_are_refused_before_anything_changes(
+    span: tuple[Path, Path], tmp_path: Path
+) -> None:
+    code, _, err = verify(span, tmp_path, "--flap", "server1:eno1", "--yes")
+    assert code == 2 and "not flapping server1:eno1: eno1 carries this SSH session" in err
+    assert "verify:" not in err.replace("roce-wizard: verify: --flap", "")  # refused before the baseline verify
+
+    answers, state = span
+    r = cli("verify", "--demo", "--answers", str(answers), "--state-dir", str(state), "--flap", "server9:x", "--yes")
+    assert r.returncode == 2 and "server9 is not a host of the answers file" in r.stderr
+    assert "booted from the disks" not in r.stderr  # refused before the lab started
