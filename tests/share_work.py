@@ -38,9 +38,19 @@ def _has_session_fixture(directory: Path) -> bool:
     return conftest.is_file() and 'scope="session"' in conftest.read_text()
 
 
+# Files that share a per-process cache worth minutes of CPU: one process runs them all, so it is built once.
+SHARED_CACHE = {
+    "tests/validate/test_incast.py": "tests/validate/rails5",  # tests/validate/rails5.py: five hosts brought up
+    "tests/validate/test_switch_os_fabric.py": "tests/validate/rails5",
+}
+
+
 def unit_of(path: Path, root: Path) -> str:
-    """The unit a test file is claimed with: its outermost folder that must stay together, else the file."""
+    """The unit a test file is claimed with: its outermost folder that must stay together, its shared-cache group,
+    else the file."""
     rel = path.resolve().relative_to(root)
+    if rel.as_posix() in SHARED_CACHE:
+        return SHARED_CACHE[rel.as_posix()]
     for parent in reversed(rel.parents):  # outermost first: ".", "tests", "tests/x", ...
         if parent == Path("."):
             continue
@@ -68,8 +78,7 @@ def claim(claims: Path, unit: str) -> bool:
 # lanes that walk from the front: a long unit left for the end would keep one lane busy while the others are done
 # (longest first is the classic greedy schedule). The qemu lane joins late from the back and finds the short ones.
 LONGEST_FIRST = (
-    "tests/validate/test_switch_os_fabric.py",
-    "tests/validate/test_incast.py",
+    "tests/validate/rails5",
     "tests/tui",
     "tests/chaos/test_chaos_sample.py",
     "tests/handoff/ansible",

@@ -93,10 +93,13 @@ def test_without_a_claims_folder_the_plugin_leaves_pytest_alone(tmp_path: Path) 
 
 def test_every_unit_named_longest_first_exists_and_is_claimed_as_one() -> None:
     """A renamed or split file must not drop out of the longest-first list unnoticed."""
-    from tests.share_work import LONGEST_FIRST, unit_of
+    from tests.share_work import LONGEST_FIRST, SHARED_CACHE, unit_of
 
     root = Path(__file__).resolve().parent.parent
     for unit in LONGEST_FIRST:
         path = root / unit
-        first = path if path.is_file() else next(iter(sorted(path.rglob("test_*.py"))), None)
-        assert first is not None and unit_of(first, root) == unit, unit
+        grouped = [root / f for f, group in SHARED_CACHE.items() if group == unit]
+        first = grouped[0] if grouped else path if path.is_file() else next(iter(sorted(path.rglob("test_*.py"))), None)
+        assert first is not None and first.is_file() and unit_of(first, root) == unit, unit
+    for file, group in SHARED_CACHE.items():
+        assert (root / file).is_file() and unit_of(root / file, root) == group, file

@@ -145,6 +145,11 @@ class Network(Step):
         netplan = netplan_yaml(d, mtu, _renderer(disc, net, d)[0])
         return host_checks(d, net, mtu, netplan, sysctl) + [wait_online_check(d, net, NETPLAN_PATH)]
 
+    async def boot_causes(self, executor: Executor, facts: dict[str, Any]) -> list[str]:
+        from steps.network.boot import read_boot_causes
+
+        return await read_boot_causes(executor, (facts.get("network") or {}).get("netplan_file"))
+
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         result: dict[str, list[CheckItem]] = {}
         for cluster in _clusters(view):

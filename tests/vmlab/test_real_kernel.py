@@ -10,6 +10,7 @@ engine applied it: tests/vmlab/test_cut_ssh.py.)
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -123,6 +124,9 @@ def test_the_wizard_and_the_exported_role_build_the_same_bond_the_kernel_agrees_
         assert "rdma_rxe" in found["modules"]
     assert "software RDMA only: rxe_eth3 on eth3" in stderr
 
+    # Real reboots and a real flap: what the network stage wrote brings the rails back by itself.
+    assert_the_rails_survive_a_real_reboot_and_a_flap(lab_vms, both)
+
     # The playbook again: idempotent.
     again, recap = playbook(project)
     assert again.returncode == 0, again.stdout[-6000:] + again.stderr[-2000:]
@@ -158,6 +162,80 @@ def test_the_wizard_and_the_exported_role_build_the_same_bond_the_kernel_agrees_
 
     # Boot waits: the rail's cable goes dark on vm2, whose configuration is the exported role's.
     assert_a_dark_rail_holds_network_online_only_without_optional(lab_vms, vm2)
+
+
+# A ConnectX port's RDMA device comes back by itself at boot; the lab's stand-in for it, Soft-RoCE, needs a unit.
+RXE_AT_BOOT = """[Unit]
+Description=Soft-RoCE on eth3 (the lab's stand-in for a ConnectX port's RDMA device)
+After=systemd-udev-settle.service systemd-networkd.service
+
+[Service]
+Type=oneshot
+RemainAfterExit=yes
+ExecStart=/bin/sh -c 'modprobe rdma_rxe && rdma link add rxe_eth3 type rxe netdev eth3'
+
+[Install]
+WantedBy=multi-user.target
+"""
+# What a host moved to netplan often keeps: its old hand-written file for the rail. It sorts before netplan's
+# 10-netplan-eth3.network, so networkd configures eth3 with it at every boot, and at no other time.
+LEFTOVER = "[Match]\nName=eth3\n\n[Link]\nMTUBytes=1500\n\n[Network]\nAddress=10.79.0.2/24\n"
+
+
+def assert_the_rails_survive_a_real_reboot_and_a_flap(lab_vms: LabVms, answers: Any) -> None:
+    """`verify --reboot` reboots both VMs at once for real: vm1 comes back with its bond, MTU and rail as the
+    network stage left them; vm2, given a leftover .network file, comes back with its rail at MTU 1500 and the
+    reason is named from what networkd itself says. Then `verify --flap` takes vm1's rail down and up for real."""
+    vm1, vm2 = lab_vms.vms
+    for vm in lab_vms.vms:
+        unit = lab_vms.ssh(
+            vm,
+            f"printf %s {shlex.quote(RXE_AT_BOOT)} > /etc/systemd/system/rxe-eth3.service && "
+            "systemctl daemon-reload && systemctl enable rxe-eth3.service",
+        )
+        assert unit.exit_status == 0, unit.stderr
+    leftover = lab_vms.ssh(vm2, f"printf %s {shlex.quote(LEFTOVER)} > /etc/systemd/network/10-eth3.network")
+    assert leftover.exit_status == 0, leftover.stderr
+
+    proc = lab_vms.run_cli(
+        "verify", "--answers", str(answers), "--only", "discovery,network", "--reboot", "--max-unavailable", "2",
+        "--yes", "--json", timeout_s=1200,
+    )  # fmt: skip
+    lab_vms.close()  # the test's kept connections died with the reboot
+    assert "hold on all 2 hosts" in proc.stderr, proc.stderr[-4000:]  # nothing was lost before the reboot
+    rows = {r["host"]: r for r in map(json.loads, proc.stdout.splitlines())}
+    assert proc.returncode == 1, proc.stderr[-4000:]
+    rxe = {
+        vm.name: lab_vms.ssh(vm, "rdma link show; journalctl -b -u rxe-eth3 --no-pager | tail -5").stdout
+        for vm in lab_vms.vms
+    }
+    assert rows["vm1"]["came_back"] and rows["vm1"]["lost"] == {}, (rows["vm1"], rxe)
+    assert rows["vm2"]["came_back"] and list(rows["vm2"]["lost"]) == ["network"], rows["vm2"]
+    why = " ".join(rows["vm2"]["causes"]["network"])
+    assert "configured eth3 with /etc/systemd/network/10-eth3.network" in why, why
+    assert "10-netplan-eth3.network" in why
+    # The kernels agree: vm1 rebooted (a new boot id) into the bond, jumbo frames and its Soft-RoCE rail.
+    assert float(lab_vms.ssh(vm1, "cut -d' ' -f1 /proc/uptime").stdout) < 900
+    assert '"mtu":9000' in lab_vms.ssh(vm1, "ip -j link show bond0").stdout
+    assert "rxe_eth3" in lab_vms.ssh(vm1, "rdma link show").stdout
+    assert '"mtu":1500' in lab_vms.ssh(vm2, "ip -j link show eth3").stdout
+
+    # The operator removes the leftover file; networkd gives eth3 netplan's configuration again.
+    fixed = lab_vms.ssh(
+        vm2, "rm /etc/systemd/network/10-eth3.network && networkctl reload && networkctl reconfigure eth3"
+    )
+    assert fixed.exit_status == 0, fixed.stderr
+    deadline = time.monotonic() + 60
+    while '"mtu":9000' not in lab_vms.ssh(vm2, "ip -j link show eth3").stdout:
+        assert time.monotonic() < deadline, "eth3 did not get netplan's MTU back"
+        time.sleep(2)
+
+    flap = lab_vms.run_cli(
+        "verify", "--answers", str(answers), "--only", "network", "--flap", "vm1:eth3", "--yes", timeout_s=600
+    )
+    assert flap.returncode == 0, flap.stderr[-4000:]
+    assert "vm1:eth3 came back whole" in flap.stderr
+    assert "RoCE v2 IPv4 GID unchanged" in flap.stderr
 
 
 WAIT = "/lib/systemd/systemd-networkd-wait-online --timeout=8"

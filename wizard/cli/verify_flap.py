@@ -81,7 +81,7 @@ def parse_target(text: str, hosts: list[str]) -> tuple[str, str]:
 
 def port_problem(disc: DiscoveryFacts, port: str) -> str | None:
     """Why ``port`` must not be flapped on this host, or None."""
-    rails = [p.netdev for p in disc.rdma_ports() if p.netdev]
+    rails = [p.netdev for p in disc.rdma_ports() + disc.soft_rdma if p.netdev]
     if port == disc.ssh_interface:
         return f"{port} carries this SSH session; taking it down would cut the host off"
     if port not in rails:
@@ -91,7 +91,7 @@ def port_problem(disc: DiscoveryFacts, port: str) -> str | None:
 
 def v2_gid(disc: DiscoveryFacts, port: str) -> tuple[int | None, str | None]:
     """The port's RoCE v2 IPv4 GID: (index, GID) as show_gids lists it."""
-    p = disc.port_by_netdev(port)
+    p = disc.port_by_netdev(port) or next((s for s in disc.soft_rdma if s.netdev == port), None)
     if p is None:
         return None, None
     found = next((g for g in p.gids if g.version == "v2" and g.ipv4), None)

@@ -123,6 +123,21 @@ def explain(plan: HostPlan) -> list[str]:
     return causes
 
 
+async def why_lost(session: Any, stage: str, host: str) -> list[str]:
+    """The stage's own reading of the boot path first (the more precise), then what its plan would re-apply."""
+    runner = session.runner
+    step = runner.steps[stage]
+    try:
+        found = await step.boot_causes(session.executors[host], runner.facts.get(host, {}))
+    except ExecutorError:
+        found = []
+    try:
+        view: ClusterView = runner.view()
+        return found + explain(step.plan(view, host))
+    except Exception as exc:  # noqa: BLE001 - the explanation is a courtesy; the loss stands
+        return found + [f"no explanation from the plan: planning the stage again failed ({exc!r})"]
+
+
 async def verify_wave(session: Any, stages: list[str], results: list[HostReboot]) -> None:
     """Verify ``stages`` on the wave's hosts that came back; fill in what they lost and why."""
     back = {r.host: r for r in results if r.came_back}
@@ -150,11 +165,7 @@ async def verify_wave(session: Any, stages: list[str], results: list[HostReboot]
                     {"title": stage, "evidence": runner.store.host(host).stage(stage).reason}
                 ]
                 back[host].lost[stage] = checks
-                view: ClusterView = runner.view()
-                try:
-                    back[host].causes[stage] = explain(runner.steps[stage].plan(view, host))
-                except Exception as exc:  # noqa: BLE001 - the explanation is a courtesy; the loss stands
-                    back[host].causes[stage] = [f"no explanation: planning the stage again failed ({exc!r})"]
+                back[host].causes[stage] = await why_lost(session, stage, host)
     finally:
         runner.bus.unsubscribe(collect)
 

@@ -225,6 +225,12 @@ class Step(ABC):
         (a host that copies what another installed, e.g. a lock file). Default: one wave, every host at once."""
         return [hosts]
 
+    async def boot_causes(self, executor: Executor, facts: dict[str, Any]) -> list[str]:
+        """Read-only, after a reboot that lost this stage's state: what on the host's boot path kept its configuration
+        from being applied (a service that did not start, a file that took precedence). Empty by default: the
+        stage's plan then says what it would re-apply (wizard/engine/reboot_check.py)."""
+        return []
+
     def cluster_checks(self, view: ClusterView) -> dict[str, list[CheckItem]]:
         """Checks that compare hosts with each other (differences, pairing); empty by default."""
         return {}
