@@ -13,6 +13,7 @@ from steps.nccl.conf import (
     choose_hcas,
     gid_index,
     needs_gid_index,
+    parse_conf,
     render_conf,
     split_existing,
 )
@@ -230,6 +231,18 @@ def _conf_check(facts: NcclFacts, want: Desired) -> CheckItem:
         extra = f", NCCL_IB_GID_INDEX={want.gid}" if want.gid is not None else ""
         evidence = f"NCCL_IB_HCA=={','.join(want.hcas)}, NCCL_SOCKET_IFNAME=={want.socket_ifname}{extra}"
         return CheckItem(id="conf", title=title, status="pass", evidence=evidence)
+    pinned = {e.key: e.value for e in parse_conf(facts.conf)}.get("NCCL_IB_GID_INDEX")
+    if pinned is not None and want.gid is not None and pinned != str(want.gid):
+        # A flap or a reboot moved the GID (NVIDIA/nccl#2157): every job would use an index that is no longer the
+        # rail's RoCE v2 IPv4 GID.
+        return CheckItem(
+            id="conf",
+            title=title,
+            status="fail",
+            evidence=f"NCCL_IB_GID_INDEX={pinned}, but the RoCE v2 IPv4 GID of {','.join(want.hcas)} is now at index "
+            f"{want.gid}",
+            fix="re-run: roce-wizard --only nccl (it writes the current index), then restart the NCCL jobs",
+        )
     return CheckItem(
         id="conf",
         title=title,

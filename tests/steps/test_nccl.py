@@ -472,3 +472,26 @@ def test_memlock_below_unlimited_in_a_non_interactive_ssh_session_fails_with_the
 def test_memlock_unlimited_passes() -> None:
     v = configured(cluster(server1=_pair("server1", 1, memlock="unlimited", ssh_user="ubuntu")))
     assert _checks(v)["memlock"].status == "pass"
+
+
+def test_a_pinned_gid_index_that_a_flap_moved_fails_naming_the_old_and_the_new_index() -> None:
+    """NCCL < 2.21 gets NCCL_IB_GID_INDEX; after a flap the RoCE v2 IPv4 GID can come back at another index
+    (NVIDIA/nccl#2157), and the file written before it points at the wrong entry."""
+    before = {}
+    for name, host_id in (("server1", 1), ("server2", 2)):
+        disc, facts = _pair(name, host_id)
+        facts.packages["libnccl2"] = "2.18.3-1+cuda12.2"
+        before[name] = (disc, facts)
+    written = conf_of(cluster(**before))
+    assert settings(written)["NCCL_IB_GID_INDEX"] == "3"
+    disc, facts = before["server1"]
+    facts.conf = written
+    for state in facts.rdma:
+        state.roce_v2_ipv4_gids = [5]  # the flap: the old slots are still held, the address came back higher
+
+    items = {c.id: c for c in STEP.checks(cluster(**before), "server1")}
+
+    assert items["conf"].status == "fail"
+    assert items["conf"].evidence.startswith("NCCL_IB_GID_INDEX=3, but the RoCE v2 IPv4 GID of mlx5_0:1")
+    assert items["conf"].evidence.endswith("is now at index 5")
+    assert "restart the NCCL jobs" in (items["conf"].fix or "")

@@ -58,11 +58,16 @@ async def lab_executors(
 
 
 async def validate(
-    *faults: str, qos: bool = True, sweep: bool = False, events: list | None = None, hosts: int = 2
+    *faults: str,
+    qos: bool = True,
+    sweep: bool = False,
+    events: list | None = None,
+    hosts: int = 2,
+    neighbours_only: bool = False,
 ) -> Report:
     """One validation of the simulated hosts (no NCCL: nccl-tests is not built in these labs)."""
     seen = events if events is not None else []
     async with lab_executors(*faults, qos=qos, hosts=hosts) as (_, answers, executors):
-        options = Options(sweep=sweep, together_s=1.0, nccl=False)
+        options = Options(sweep=sweep, together_s=1.0, nccl=False, neighbours_only=neighbours_only)
         return await Validation(answers, executors, simulated=True, options=options,
                                 on_event=lambda kind, data: seen.append((kind, data))).run()  # fmt: skip

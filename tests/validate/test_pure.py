@@ -137,3 +137,17 @@ def test_a_message_size_sweep_gets_time_for_80_gb_on_a_10g_link():
     # -a moves ~80 GB (2 x 8 MiB x 5000): ~65 s at 10 Gb/s. Neither side may be cut off before that.
     spec = Spec("ib_write_bw", S, C, 18515, 106, sweep=True)
     assert int(server_argv(spec)[1]) >= 65 + 30 and int(client_argv(spec)[1]) >= 65 + 30
+
+
+def test_ring_rounds_stay_at_most_three_whatever_the_number_of_hosts() -> None:
+    for n in (2, 3, 4, 5, 16, 17, 1000):
+        hosts = [f"h{i:04d}" for i in range(n)]
+        found = schedule.ring_rounds(hosts)
+        assert 1 <= len(found) <= 3, n
+        for r in found:
+            used = [h for pair in r for h in pair]
+            assert len(used) == len(set(used)), f"{n}: a host twice in one round"
+        pairs = [p for r in found for p in r]
+        assert all(hosts.index(a) < hosts.index(b) for a, b in pairs)
+        assert {h for p in pairs for h in p} == set(hosts), f"{n}: every host is measured"
+        assert len(pairs) == (1 if n == 2 else n)

@@ -42,3 +42,16 @@ async def test_four_hosts_get_a_full_matrix_in_three_rounds_and_a_slow_host_poin
     assert slow == {k for k in cells if "node2" in k}, "only the pairs with node2 are slow"
     assert all("node2 ens2f0np0" in (cells[k].hint or "") for k in slow)
     assert [e[1]["cell"].round for e in events if e[0] == "cell"] == sorted(c.round for c in report.matrix)
+
+
+async def test_verifys_short_check_pairs_ring_neighbours_in_two_rounds_and_still_finds_the_slow_port():
+    """`verify` measures each host with its ring neighbours only: two rounds at four hosts (all pairs takes
+    three), every host in both, and the slow port is named as by the full matrix."""
+    report = await validate("node2:mtu_mismatch=ens2f0np0", hosts=4, neighbours_only=True)
+
+    cells = {(c.a, c.b): c for c in report.matrix}
+    assert sorted(cells) == [("node0", "node1"), ("node0", "node3"), ("node1", "node2"), ("node2", "node3")]
+    assert sorted({c.round for c in cells.values()}) == [0, 1]
+    slow = {k for k, c in cells.items() if c.status == "fail"}
+    assert slow == {("node1", "node2"), ("node2", "node3")}
+    assert report.verdict == "fail" and any("node2 ens2f0np0" in cause for cause in report.causes), report.causes

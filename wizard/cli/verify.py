@@ -37,6 +37,11 @@ def parser() -> argparse.ArgumentParser:
     add_stage_options(p, only="comma-separated stages to re-check (default: every stage done on some host)")
     add_json_option(p, "print one JSON line per host and stage on stdout")
     p.add_argument(
+        "--no-bandwidth",
+        action="store_true",
+        help="skip the short same-rail bandwidth check (each host with its ring neighbours, 2 s per round)",
+    )
+    p.add_argument(
         "--reboot",
         action="store_true",
         help="then reboot the hosts in waves, verify each after its reboot and say what did not survive, and why",
@@ -122,6 +127,17 @@ async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, 
                 results.append(_result(stage, host, status, was, session, failed_checks.get((stage, host), [])))
         broken = any(r["status"] == "failed" for r in results)
         _print(results, stages, as_json=args.json and not (args.reboot or args.flap), simulated=args.demo)
+        if _wants_bandwidth(args, results, hosts):
+            from wizard.cli.verify_bandwidth import bandwidth_check
+
+            emit("roce-wizard: verify: same-rail bandwidth, each host with its ring neighbours (--no-bandwidth skips)")
+            passed, lines = await bandwidth_check(session, simulated=args.demo)
+            for line in lines:
+                emit(f"    {line}" if line is not lines[0] else f"roce-wizard: verify: {line}")
+            if args.json and not (args.reboot or args.flap):
+                print(json.dumps({"host": None, "stage": "bandwidth", "status": "done" if passed else "failed",
+                                  "lines": lines}))  # fmt: skip
+            broken = broken or not passed
         if broken or not stages or not (args.reboot or args.flap):
             if broken and (args.reboot or args.flap):
                 what = "rebooted" if args.reboot else "flapped"
@@ -135,6 +151,15 @@ async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, 
         from wizard.cli.verify_reboot import reboot_check
 
         return await reboot_check(args, session, stages, emit)
+
+
+def _wants_bandwidth(args: argparse.Namespace, results: list[dict[str, Any]], hosts: list[str]) -> bool:
+    """The short bandwidth check runs where lossless rails exist to carry it: the network and roce stages hold on
+    two hosts or more (before the roce stage, bwtest's own verdict fails on the missing PFC anyway)."""
+    if args.no_bandwidth or len(hosts) < 2:
+        return False
+    holding = {s: sum(r["stage"] == s and r["status"] == "done" for r in results) for s in ("network", "roce")}
+    return min(holding.values()) >= 2
 
 
 def _result(stage: str, host: str, status: str, was: str, session: Any, checks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from wizard.validate.model import (
     RailResult,
     Report,
 )
-from wizard.validate.schedule import estimate_s, ring, rounds
+from wizard.validate.schedule import SETUP_S, ring, ring_rounds, rounds
 from wizard.validate.verdict import conclude
 
 if TYPE_CHECKING:
@@ -48,6 +48,7 @@ class Options:
     lat_tool: str = "ib_write_lat"
     incast: IncastPlan | None = None  # bwtest --incast: N:1 rounds instead of the pair tests (lint, counters stay)
     cross_rail: CrossRailPlan | None = None  # bwtest --cross-rail: rail i -> rail j != i through the spine instead
+    neighbours_only: bool = False  # each host with its ring neighbours (at most 3 rounds), not all pairs: verify's
 
 
 async def _has_stdbuf(ex: Executor) -> bool:
@@ -136,12 +137,12 @@ class Validation:
         self.emit("lint", {"items": r.lint})
         modes = o.incast is not None or o.cross_rail is not None  # a mode replaces the pair tests
         pairs = [] if modes else ring(self.hosts)
-        schedule = [] if modes else rounds(self.hosts)
+        schedule = [] if modes else ring_rounds(self.hosts) if o.neighbours_only else rounds(self.hosts)
         swept = sum(self._rail_count(a, b) for a, b in pairs)
         # How many tests of each kind follow, before the first one runs: the live page's progress and ETA.
         tests = {"alone": swept if o.sweep else 0, "together": sum(len(g) for g in schedule),
                  "latency": swept if o.latency else 0, "nccl": int(o.nccl)}  # fmt: skip
-        self.emit("plan", {"tests": tests, "seconds": {"together": estimate_s(len(self.hosts), o.together_s) if schedule
+        self.emit("plan", {"tests": tests, "seconds": {"together": len(schedule) * (o.together_s + SETUP_S) if schedule
                                                         else 0.0}})  # fmt: skip
         ports = {n: [(p.netdev, p.rdma_device) for p in h.rails() if p.netdev and p.rdma_device]
                  for n, h in self.facts.items()}  # fmt: skip
@@ -164,7 +165,7 @@ class Validation:
                 for i in range(self._rail_count(a, b)):
                     r.rails.append(await self._rail(a, b, i, "alone"))
         pairs_total = sum(len(group) for group in schedule)
-        eta = estimate_s(len(self.hosts), o.together_s)
+        eta = len(schedule) * (o.together_s + SETUP_S)
         if schedule:
             self.emit(
                 "phase",

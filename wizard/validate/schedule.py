@@ -31,6 +31,24 @@ def ring(hosts: list[str]) -> list[tuple[str, str]]:
     return [(hosts[i], hosts[i + 1]) for i in range(len(hosts) - 1)]
 
 
+def ring_rounds(hosts: list[str]) -> list[list[tuple[str, str]]]:
+    """Each host with its neighbours on the ring (h0-h1, h1-h2, ..., the last with h0), in at most three rounds
+    of disjoint pairs: every host's every rail is measured twice (once with two hosts), whatever N is. The
+    short check `verify` runs; all pairs (rounds) is what bwtest runs."""
+    n = len(hosts)
+    if n < 2:
+        return []
+    if n == 2:
+        return [[(hosts[0], hosts[1])]]
+    pairs = [(hosts[min(i, (i + 1) % n)], hosts[max(i, (i + 1) % n)]) for i in range(n)]  # in answers order
+    out = [pairs[0 : n - 1 : 2], pairs[1 : n - 1 : 2]]
+    if n % 2 == 0:
+        out[1].append(pairs[-1])  # the wrap-around pair shares no host with the odd round's pairs
+    else:
+        out.append([pairs[-1]])
+    return [sorted(r, key=lambda p: hosts.index(p[0])) for r in out if r]
+
+
 # Per test, on top of its timed duration: connecting SSH sessions, the server's start delay, QP setup and the
 # teardown of both perftest processes (measured on the reference pair: about 1.5 s).
 SETUP_S = 1.5
