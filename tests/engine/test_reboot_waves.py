@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from wizard.engine.reboot_check import console_hint, explain
+from wizard.engine.reboot_check import HostReboot, console_hint, explain, reboot_and_wait
 from wizard.engine.reboot_waves import Serving, plan_waves
 from wizard.engine.step import Change, FileWrite, HostPlan, RemoteCommand
+from wizard.executors.base import CommandResult
 
 HOSTS = [f"gpu-{i:02d}" for i in range(1, 9)]
 
@@ -78,3 +79,28 @@ def test_a_failure_with_nothing_to_re_apply_is_not_called_a_persistence_problem(
 )
 def test_a_host_that_did_not_come_back_is_described_by_its_last_connection_error(detail: str, says: str) -> None:
     assert says in console_hint(detail)
+
+
+class RefusingHost:
+    """An executor whose host answers but whose policy refuses `systemctl reboot` (polkit, a sudoers rule)."""
+
+    def __init__(self) -> None:
+        self.reconnects = 0
+
+    async def run(self, argv: list[str], **_: object) -> CommandResult:
+        if argv[:2] == ["systemctl", "reboot"]:
+            return CommandResult("systemctl reboot", 1, "", "Failed to reboot: Access denied", 0.1)
+        return CommandResult("cat", 0, "5b0f2d4e-boot", "", 0.1)
+
+    async def wait_until_back(self, *, timeout_s: float) -> None:
+        self.reconnects += 1
+
+
+async def test_a_host_that_refuses_the_reboot_is_named_with_its_error_and_never_waited_for() -> None:
+    host = RefusingHost()
+    result = HostReboot("gpu-01", 1)
+
+    await reboot_and_wait(host, result, timeout_s=5)
+
+    assert not result.came_back and host.reconnects == 0
+    assert result.last_seen == "refused the reboot, so it was not rebooted: Failed to reboot: Access denied"

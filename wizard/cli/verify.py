@@ -35,7 +35,9 @@ def parser() -> argparse.ArgumentParser:
     )
     add_target_options(p)
     add_stage_options(p, only="comma-separated stages to re-check (default: every stage done on some host)")
-    add_json_option(p, "print one JSON line per host and stage on stdout")
+    add_json_option(
+        p, "print one JSON line per host and stage on stdout (with --reboot: per rebooted host; --flap: the port)"
+    )
     p.add_argument(
         "--no-bandwidth",
         action="store_true",

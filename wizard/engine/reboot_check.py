@@ -64,12 +64,16 @@ async def reboot_and_wait(executor: Any, result: HostReboot, timeout_s: float) -
         result.last_seen = f"could not be read before the reboot, so it was not rebooted: {exc.detail}"
         return
     try:
-        await executor.run(["systemctl", "reboot"], sudo=True, timeout_s=30)
+        sent = await executor.run(["systemctl", "reboot"], sudo=True, timeout_s=30)
     except ConnectionLost:
         pass  # the connection going away is what a reboot looks like
     except ExecutorError as exc:
         result.last_seen = f"refused the reboot: {exc.detail}"
         return
+    else:
+        if not sent.ok:  # a polkit or sudo policy that forbids it, a system already shutting down
+            result.last_seen = f"refused the reboot, so it was not rebooted: {sent.first_error_line()}"
+            return
     deadline = started + timeout_s
     while True:
         left = deadline - time.monotonic()
