@@ -56,6 +56,7 @@ SHORT_NAMES = {
 }
 FLUSH_INTERVAL_S = 0.1
 REDRAW_INTERVAL_S = 0.3
+KEY_FIRST_S = 0.25  # the longest a key's frame holds back the hosts' news (events wait in their queue meanwhile)
 HEAP_TIDY_S = 5.0
 HEAP_TIDY_HOSTS = 200
 
@@ -87,6 +88,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         self._dirty = False
         self._redrawn_at = 0.0
         self._redraw_gap = REDRAW_INTERVAL_S
+        self._key_at = 0.0
         self._confirmed_all: set[str] = set()
         self._tool_session: Session | None = None
         self.events_seen = 0
@@ -139,6 +141,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
             # refreshes: the first may be one already due), so the key does not share the interpreter with it.
             pending = self.engine_thread.key_pending
             pending.set()
+            self._key_at = time.monotonic()
             self.call_after_refresh(lambda: self.call_after_refresh(pending.clear))
         await super().on_event(event)
 
@@ -252,6 +255,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
 
     def flush(self) -> None:
         """Every tick: apply new events, hand new log lines to the shown pane and redraw what changed, once."""
+        if self.engine_thread.key_pending.is_set() and time.monotonic() - self._key_at < KEY_FIRST_S:
+            return  # a key is being handled: its frame goes first, the hosts' news waits a tick or two
         self.apply_events()
         batch = self.buffers.drain()
         if self.main is None or not self.main.is_mounted or self.main._closing or self._exit:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import io
+import time
 from pathlib import Path
 from typing import Any
 
 from textual import events
 from textual.widgets import Input, Label, Static
 
+from screens import app as app_module
 from screens.fleet import duration, stage_counts, stage_progress_line
 from screens.progress import Progress
 from screens.vtable import VirtualTable
@@ -220,3 +222,23 @@ async def test_a_host_without_facts_says_it_is_being_read_or_why_it_could_not_be
         assert await facts_line("gpu-0003") == (
             "No facts yet for this host: press a to discover (reads only, changes nothing)."
         )
+
+
+async def test_the_hosts_news_waits_while_a_key_is_handled_and_is_applied_on_the_next_tick_after(
+    tmp_path: Path,
+) -> None:
+    """A key pressed during host work is drawn before the tick applies the events that came meanwhile, and never
+    holds them back longer than KEY_FIRST_S."""
+    app = make_fleet_app(tmp_path / "state", 12, facts=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await hosts_page(pilot, app)
+        news = Event("host_status", {"stage": "discovery", "host": "gpu-0003", "status": "running", "reason": PROBING})
+        app.engine_thread.key_pending.set()
+        app._key_at = time.monotonic()
+        app.receive_event(news)
+        app.flush()
+        assert list(app._events) == [news], "applied while the key's frame was still to come"
+        app._key_at -= app_module.KEY_FIRST_S  # the key's frame never came: the news goes in anyway
+        app.flush()
+        assert not app._events
+        app.engine_thread.key_pending.clear()
