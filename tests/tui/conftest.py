@@ -57,6 +57,16 @@ async def settle(pilot: Pilot, app: WizardApp, timeout_s: float = 60.0) -> None:
     await pilot.pause(0.2)
 
 
+async def until(pilot: Pilot, condition: Callable[[], object], what: str, timeout_s: float = 30.0) -> None:
+    """Wait until ``condition()`` holds: on a loaded machine one pause can end before the message that makes it
+    true (a form's validation, the main screen opened after the start screen) has been handled."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} did not happen within {timeout_s:.0f} s")
+        await pilot.pause(0.05)
+
+
 async def without_toasts(pilot: Pilot, timeout_s: float = 30.0) -> None:
     """Dismiss every notification and wait until no toast is left on screen (removal takes a refresh)."""
     from textual.widgets._toast import Toast

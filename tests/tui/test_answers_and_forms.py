@@ -6,7 +6,7 @@ from pathlib import Path
 
 from screens.dialogs import AskPath
 from screens.form import SectionForm, field_errors
-from tests.tui.conftest import settle
+from tests.tui.conftest import settle, until
 from wizard.answers.model import AnswersError, load_answers, parse_answers
 from wizard.answers.sections import NetworkSection, RoceSection
 from wizard.answers.write import dump_answers
@@ -40,19 +40,19 @@ async def test_a_bad_value_shows_next_to_its_field_and_a_good_one_changes_the_an
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("n")
+        await until(pilot, lambda: app.main is not None and app.main.is_mounted, "the main screen opening")
         app.main.show_page("network")
         await pilot.press("4")
-        await pilot.pause()
+        await until(pilot, lambda: app.main.current().query(SectionForm), "the network form showing")
         form = app.main.current().query_one(SectionForm)
         mtu = form.query_one("#f-mtu")
         mtu.value = "900"
-        await pilot.pause()
         error = form.query_one("#err-mtu")
-        assert error.display and "greater than or equal to 1500" in str(error.render())
+        await until(pilot, lambda: error.display, "the MTU error showing")
+        assert "greater than or equal to 1500" in str(error.render())
         assert app.engine.answers.network.mtu == 9000
         mtu.value = "4200"
-        await pilot.pause()
-        assert not form.query_one("#err-mtu").display
+        await until(pilot, lambda: not error.display, "the MTU error going")
         assert app.engine.answers.network.mtu == 4200
 
 
