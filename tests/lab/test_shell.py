@@ -112,15 +112,3 @@ async def test_grep_reports_files_and_exit_codes_like_gnu_grep(host: SimHost) ->
     assert r.stdout == "/sys/class/net/lo/mtu:65536\nrc=2\n"
     r = await host.run("grep -q VARIANT_ID /etc/os-release && echo yes")
     assert r.stdout == "yes\n"
-
-
-def test_a_scaled_timeout_guard_never_fires_before_the_real_seconds_the_wizard_waits_around_it() -> None:
-    """bwtest starts a perftest server under `timeout 33` and waits 0.5 real seconds before its client connects; at
-    the tests' time scale 0.01 a fully scaled guard (0.33 s) killed every server first and each rail read as
-    cross-wired. Scaled guards stop at 5 s, or at the limit itself when it is shorter."""
-    from wizard.lab.commands.process import scaled_guard
-
-    assert scaled_guard(33, 0.01) == 5.0
-    assert scaled_guard(33, 1.0) == 33
-    assert scaled_guard(1, 0.01) == 1
-    assert scaled_guard(600, 0.1) == 60

@@ -126,20 +126,9 @@ async def timeout(ctx: Ctx) -> int:
         raise CommandFailed(f"timeout: failed to run command '{args[1]}': No such file or directory", 127)
     job = ctx.shell.exec_external(args[1:], _io(ctx), ctx.env, cred=ctx.cred)
     try:
-        return await asyncio.wait_for(job, None if limit == float("inf") else scaled_guard(limit, ctx.host.time_scale))
+        return await asyncio.wait_for(job, None if limit == float("inf") else limit * ctx.host.time_scale)
     except TimeoutError:
         return 124
-
-
-# A `timeout` is a guard set far above what the command should take, while the waits of the wizard around it (a
-# perftest server's start delay, an SSH round trip on a loaded machine) are real seconds. Scaled all the way down
-# (33 s at 0.01 is 0.33 s) the guard would fire before the wizard's own wait ends, a failure no real host shows.
-GUARD_FLOOR_S = 5.0
-
-
-def scaled_guard(limit: float, scale: float) -> float:
-    """A timeout's limit under the lab's time scale: scaled, but never below GUARD_FLOOR_S (or the limit itself)."""
-    return max(limit * scale, min(limit, GUARD_FLOOR_S))
 
 
 @command("bash")
