@@ -124,8 +124,14 @@ class StagePage(Vertical):
             self.show_tab("logs")
         self.query_one(LogPanel).show_host(host)
 
-    def show_tab(self, name: str) -> None:
+    def show_tab(self, name: str, *, retried: bool = False) -> None:
         for tabs in self.query(TabbedContent):
+            if not tabs.query(f"#--content-tab-tab-{name}"):
+                # A tab key pressed right after the page change, before its tabs are composed: Textual refuses a
+                # tab it cannot see yet (ValueError, which ended the wizard); try once more after the next frame.
+                if not retried:
+                    self.call_after_refresh(self.show_tab, name, retried=True)
+                continue
             tabs.active = f"tab-{name}"
 
     def on_button_pressed(self, event: Button.Pressed) -> None:

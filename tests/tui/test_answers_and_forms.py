@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from textual.widgets import TabbedContent
+
 from screens.dialogs import AskPath
 from screens.form import SectionForm, field_errors
 from tests.tui.conftest import settle, until
@@ -42,6 +44,7 @@ async def test_a_bad_value_shows_next_to_its_field_and_a_good_one_changes_the_an
         await pilot.press("n")
         await until(pilot, lambda: app.main is not None and app.main.is_mounted, "the main screen opening")
         app.main.show_page("network")
+        await until(pilot, lambda: app.main.current().query(TabbedContent), "the network page's tabs")
         await pilot.press("4")
         await until(pilot, lambda: app.main.current().query(SectionForm), "the network form showing")
         form = app.main.current().query_one(SectionForm)
@@ -129,3 +132,20 @@ async def test_importing_an_answers_file_replaces_hosts_and_stage_answers(make_a
         assert app.engine.host_names == ["a1", "a2", "a3"]
         assert app.engine.answers.network.mtu == 4200
         assert app.main.query_one("#hosts-table").row_count == 3
+
+
+async def test_a_tab_key_before_the_page_has_its_tabs_is_kept_for_the_next_frame_not_a_crash(make_app) -> None:
+    """`4` pressed right after a page change, before its tabs were composed, ended the wizard with Textual's
+    "No Tab with id" (seen on a loaded CI machine); a tab the page does not have is simply not shown."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n")
+        await until(pilot, lambda: app.main is not None and app.main.is_mounted, "the main screen opening")
+        app.main.show_page("network")
+        await until(pilot, lambda: app.main.current().query(SectionForm), "the network page")
+        page = app.main.current()
+        page.show_tab("no-such-tab")  # what a key sees before the tabs exist: no ValueError
+        await pilot.pause(0.1)
+        page.show_tab("answers")
+        await until(pilot, lambda: page.query_one(TabbedContent).active == "tab-answers", "the answers tab")
+        assert app.is_running
