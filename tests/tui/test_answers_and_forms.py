@@ -38,13 +38,19 @@ def test_form_errors_name_the_field_they_belong_to() -> None:
     assert "integer" in errors["mtu"]
 
 
+async def network_page(pilot, app):  # type: ignore[no-untyped-def]
+    """Start new, wait for the main screen, show the network stage's page and wait for its tabs; returns the page."""
+    await pilot.press("n")
+    await until(pilot, lambda: app.main is not None and app.main.is_mounted, "the main screen opening")
+    app.main.show_page("network")
+    await until(pilot, lambda: app.main.current().query(TabbedContent), "the network page's tabs")
+    return app.main.current()
+
+
 async def test_a_bad_value_shows_next_to_its_field_and_a_good_one_changes_the_answers(make_app) -> None:
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await until(pilot, lambda: app.main is not None and app.main.is_mounted, "the main screen opening")
-        app.main.show_page("network")
-        await until(pilot, lambda: app.main.current().query(TabbedContent), "the network page's tabs")
+        await network_page(pilot, app)
         await pilot.press("4")
         await until(pilot, lambda: app.main.current().query(SectionForm), "the network form showing")
         form = app.main.current().query_one(SectionForm)
@@ -139,11 +145,7 @@ async def test_a_tab_key_before_the_page_has_its_tabs_is_kept_for_the_next_frame
     "No Tab with id" (seen on a loaded CI machine); a tab the page does not have is simply not shown."""
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.press("n")
-        await until(pilot, lambda: app.main is not None and app.main.is_mounted, "the main screen opening")
-        app.main.show_page("network")
-        await until(pilot, lambda: app.main.current().query(SectionForm), "the network page")
-        page = app.main.current()
+        page = await network_page(pilot, app)
         page.show_tab("no-such-tab")  # what a key sees before the tabs exist: no ValueError
         await pilot.pause(0.1)
         page.show_tab("answers")

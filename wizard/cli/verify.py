@@ -94,15 +94,8 @@ def main(argv: list[str]) -> int:
 
 
 async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, chosen: bool) -> int:
-    from wizard.engine.interactive import saved_progress, verify_stage
+    from wizard.engine.interactive import failed_checks, saved_progress, verify_stage
     from wizard.engine.session import session_for_args
-
-    failed_checks: dict[tuple[str, str], list[dict[str, Any]]] = {}
-
-    def collect(event: Any) -> None:
-        d = event.data
-        if event.kind == "check" and d.get("status") == "fail":
-            failed_checks.setdefault((d["stage"], d["host"]), []).append(d)
 
     results: list[dict[str, Any]] = []
     tag = "[simulated] " if args.demo else ""
@@ -120,13 +113,13 @@ async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, 
         saved = saved_progress(session.store, hosts, stages)
         if not chosen:  # a stage no host ever finished has nothing to re-check yet
             stages = [s for s in stages if any(saved[h][s].status == "done" for h in hosts)]
-        session.runner.bus.subscribe(collect)
-        for stage in stages:
-            outcome = await verify_stage(session.runner, stage)
-            for host in hosts:
-                status = outcome.statuses.get(host, "skipped")
-                was = saved[host][stage].status
-                results.append(_result(stage, host, status, was, session, failed_checks.get((stage, host), [])))
+        with failed_checks(session.runner) as found:
+            for stage in stages:
+                outcome = await verify_stage(session.runner, stage)
+                for host in hosts:
+                    status = outcome.statuses.get(host, "skipped")
+                    was = saved[host][stage].status
+                    results.append(_result(stage, host, status, was, session, found.get((stage, host), [])))
         broken = any(r["status"] == "failed" for r in results)
         _print(results, stages, as_json=args.json and not (args.reboot or args.flap), simulated=args.demo)
         if _wants_bandwidth(args, results, hosts):

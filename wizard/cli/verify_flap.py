@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts
-from wizard.engine.interactive import verify_stage
+from wizard.engine.interactive import failed_checks, verify_stage, what_failed
 from wizard.errors import EXIT_OK, UsageError
 from wizard.executors.base import ExecutorError
 
@@ -166,23 +166,11 @@ async def flap(session: Any, stages: list[str], host: str, port: str, emit: Any)
         return result
     result.came_back, result.seconds = True, time.monotonic() - started
     emit(f"{host}: {port} has its link again after {result.seconds:.0f} s; verifying")
-    failed: dict[str, list[dict[str, Any]]] = {}
-
-    def collect(event: Any) -> None:
-        d = event.data
-        if event.kind == "check" and d.get("status") == "fail" and d.get("host") == host:
-            failed.setdefault(d["stage"], []).append(d)
-
-    runner.bus.subscribe(collect)
-    try:
+    with failed_checks(runner) as found:
         for stage in stages:
             outcome = await verify_stage(runner, stage, only=[host])
             if outcome.statuses.get(host) not in ("done", None):
-                result.lost[stage] = failed.get(stage) or [
-                    {"title": stage, "evidence": runner.store.host(host).stage(stage).reason}
-                ]
-    finally:
-        runner.bus.unsubscribe(collect)
+                result.lost[stage] = what_failed(runner, found, stage, host)
     after = _disc(runner, host)
     result.gid_after = v2_gid(after, port) if after else (None, None)
     ps = await executor.run(["ps", "-eo", "pid=,etimes=,args="], timeout_s=30)

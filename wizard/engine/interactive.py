@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from wizard.engine.runner import Runner, StageOutcome
 from wizard.engine.state import StateStore, now
@@ -28,6 +31,28 @@ async def verify_stage(
     runner._verify(stage, [h for h in remaining if h not in outcome.statuses], outcome)
     runner.bus.emit("stage_finished", stage=stage, statuses=dict(outcome.statuses))
     return outcome
+
+
+@contextmanager
+def failed_checks(runner: Runner) -> Iterator[dict[tuple[str, str], list[dict[str, Any]]]]:
+    """The failed checks, by (stage, host), of whatever is verified while the block runs."""
+    found: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    def collect(event: Any) -> None:
+        d = event.data
+        if event.kind == "check" and d.get("status") == "fail":
+            found.setdefault((d["stage"], d["host"]), []).append(d)
+
+    runner.bus.subscribe(collect)
+    try:
+        yield found
+    finally:
+        runner.bus.unsubscribe(collect)
+
+
+def what_failed(runner: Runner, found: dict[tuple[str, str], list[dict[str, Any]]], stage: str, host: str) -> list:
+    """The host's failed checks for ``stage``, or its saved reason as one (a probe that failed has no checks)."""
+    return found.get((stage, host)) or [{"title": stage, "evidence": runner.store.host(host).stage(stage).reason}]
 
 
 def skip_stage(store: StateStore, stage: str, hosts: list[str], reason: str) -> None:

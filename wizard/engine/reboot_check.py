@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from wizard.engine.interactive import verify_stage
+from wizard.engine.interactive import failed_checks, verify_stage, what_failed
 from wizard.engine.step import ClusterView, HostPlan
 from wizard.executors.base import ConnectionLost, ExecutorError, HostUnreachable
 
@@ -147,16 +147,8 @@ async def verify_wave(session: Any, stages: list[str], results: list[HostReboot]
     back = {r.host: r for r in results if r.came_back}
     if not back:
         return
-    failed: dict[tuple[str, str], list[dict[str, Any]]] = {}
-
-    def collect(event: Any) -> None:
-        d = event.data
-        if event.kind == "check" and d.get("status") == "fail" and d.get("host") in back:
-            failed.setdefault((d["stage"], d["host"]), []).append(d)
-
     runner = session.runner
-    runner.bus.subscribe(collect)
-    try:
+    with failed_checks(runner) as found:
         # Discovery is read once per wave (as the discovery stage, or before the others), not once per stage.
         if "discovery" not in stages and "discovery" in runner.steps:
             await runner._refresh_discovery(list(back))
@@ -165,13 +157,8 @@ async def verify_wave(session: Any, stages: list[str], results: list[HostReboot]
             for host, status in outcome.statuses.items():
                 if host not in back or status == "done":
                     continue
-                checks = failed.get((stage, host)) or [
-                    {"title": stage, "evidence": runner.store.host(host).stage(stage).reason}
-                ]
-                back[host].lost[stage] = checks
+                back[host].lost[stage] = what_failed(runner, found, stage, host)
                 back[host].causes[stage] = await why_lost(session, stage, host)
-    finally:
-        runner.bus.unsubscribe(collect)
 
 
 async def rolling_reboot(
