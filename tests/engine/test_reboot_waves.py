@@ -102,5 +102,5 @@ async def test_a_host_that_refuses_the_reboot_is_named_with_its_error_and_never_
 
     await reboot_and_wait(host, result, timeout_s=5)
 
-    assert not result.came_back and host.reconnects == 0
-    assert result.last_seen == "refused the reboot, so it was not rebooted: Failed to reboot: Access denied"
+    assert not result.rebooted and not result.came_back and host.reconnects == 0
+    assert result.last_seen == "refused the reboot: Failed to reboot: Access denied"

@@ -151,3 +151,16 @@ def test_the_management_port_and_unknown_hosts_are_refused_before_anything_chang
     r = cli("verify", "--demo", "--answers", str(answers), "--state-dir", str(state), "--flap", "server9:x", "--yes")
     assert r.returncode == 2 and "server9 is not a host of the answers file" in r.stderr
     assert "booted from the disks" not in r.stderr  # refused before the lab started
+
+
+def test_a_host_that_cannot_be_read_fails_the_baseline_even_for_a_stage_that_skips_it(
+    span: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--only network on an unreachable host: the stage is skipped there (discovery cannot read it), which is not
+    holding; nothing is rebooted and the host is named with its connection error."""
+    code, _, err = verify(span, tmp_path, "--reboot", "--yes", "--only", "network", "--fault", "server2:unreachable")
+
+    assert code == 1
+    line = next(ln for ln in err.splitlines() if "server2: network no longer holds" in ln)
+    assert "cannot connect to 127.0.0.1" in line
+    assert "nothing was rebooted" in err and "rolling reboot" not in err

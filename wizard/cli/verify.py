@@ -119,6 +119,8 @@ async def _verify(args: argparse.Namespace, answers: Any, stages: list[str], *, 
                 for host in hosts:
                     status = outcome.statuses.get(host, "skipped")
                     was = saved[host][stage].status
+                    if status == "skipped" and was == "done":
+                        status = "failed"  # could not be re-checked (its host cannot be read): it is not known to hold
                     results.append(_result(stage, host, status, was, session, found.get((stage, host), [])))
         broken = any(r["status"] == "failed" for r in results)
         _print(results, stages, as_json=args.json and not (args.reboot or args.flap), simulated=args.demo)

@@ -63,11 +63,14 @@ def _print(results: list[HostReboot], left: list[list[str]], stages: list[str], 
     if as_json:
         for r in results:
             print(json.dumps({
-                "host": r.host, "wave": r.wave, "came_back": r.came_back, "seconds": r.seconds,
+                "host": r.host, "wave": r.wave, "rebooted": r.rebooted, "came_back": r.came_back, "seconds": r.seconds,
                 "last_seen": r.last_seen or None, "lost": r.lost, "causes": r.causes,
             }))  # fmt: skip
     lines: list[str] = []
     for r in results:
+        if not r.rebooted:
+            lines.append(f"{tag}{r.host}: not rebooted: {r.last_seen}")
+            continue
         if not r.came_back:
             lines.append(f"{tag}{r.host}: did not come back from the reboot: {r.last_seen}")
             continue

@@ -36,6 +36,7 @@ class HostReboot:
 
     host: str
     wave: int
+    rebooted: bool = False  # the reboot was sent (False: the host could not be read or refused it)
     came_back: bool = False
     seconds: float | None = None  # from the reboot command to a login on the new boot
     last_seen: str = ""  # a host that did not come back: what the wizard last saw of it
@@ -61,7 +62,7 @@ async def reboot_and_wait(executor: Any, result: HostReboot, timeout_s: float) -
     try:
         before = await read_boot_id(executor)
     except ExecutorError as exc:
-        result.last_seen = f"could not be read before the reboot, so it was not rebooted: {exc.detail}"
+        result.last_seen = f"could not be read before the reboot: {exc.detail}"
         return
     try:
         sent = await executor.run(["systemctl", "reboot"], sudo=True, timeout_s=30)
@@ -72,8 +73,9 @@ async def reboot_and_wait(executor: Any, result: HostReboot, timeout_s: float) -
         return
     else:
         if not sent.ok:  # a polkit or sudo policy that forbids it, a system already shutting down
-            result.last_seen = f"refused the reboot, so it was not rebooted: {sent.first_error_line()}"
+            result.last_seen = f"refused the reboot: {sent.first_error_line()}"
             return
+    result.rebooted = True
     deadline = started + timeout_s
     while True:
         left = deadline - time.monotonic()
