@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 TABS = ("plan", "checks", "logs", "answers", "help")
 
 
+TAB_TRIES = 20  # frames a tab key waits for the page's tabs (a page composes in one or two)
+
+
 class StagePage(Vertical):
     """Everything about one stage; the app pushes new data in through ``refresh_view``."""
 
@@ -124,13 +127,13 @@ class StagePage(Vertical):
             self.show_tab("logs")
         self.query_one(LogPanel).show_host(host)
 
-    def show_tab(self, name: str, *, retried: bool = False) -> None:
+    def show_tab(self, name: str, *, tries: int = 0) -> None:
         for tabs in self.query(TabbedContent):
             if not tabs.query(f"#--content-tab-tab-{name}"):
                 # A tab key pressed right after the page change, before its tabs are composed: Textual refuses a
-                # tab it cannot see yet (ValueError, which ended the wizard); try once more after the next frame.
-                if not retried:
-                    self.call_after_refresh(self.show_tab, name, retried=True)
+                # tab it cannot see yet (ValueError, which ended the wizard); try again after the next frames.
+                if tries < TAB_TRIES:
+                    self.call_after_refresh(self.show_tab, name, tries=tries + 1)
                 continue
             tabs.active = f"tab-{name}"
 
