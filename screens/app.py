@@ -35,6 +35,7 @@ from wizard.engine.interactive import resume_point, saved_progress
 from wizard.engine.runner import Runner
 from wizard.engine.session import Session
 from wizard.engine.step import HostPlan
+from wizard.engine.worker_client import EngineProcess
 from wizard.paths import assets_dir
 
 SECTION_MODELS: dict[str, type[BaseModel]] = {
@@ -97,6 +98,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         self._events: deque[Event] = deque()
         self._reports: deque[ConnectionReport] = deque()
         self.engine_thread = EngineThread()
+        self.engine_process = EngineProcess(lambda: engine.worker_log)
         self._facts: FactsIndex | None = None
         self.facts_epoch = 0
         self._facts_seen = -1
@@ -151,6 +153,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         self.set_interval(FLUSH_INTERVAL_S, self.flush)
         self.set_interval(HEAP_TIDY_S, self.tidy_heap)
         self.push_screen(StartScreen(), self._started)
+        if self.engine.worker_process:  # the first action's engine process starts importing while the operator reads
+            self.set_timer(1.0, self.engine_process.warm)
 
     def _started(self, choice: str | None) -> None:
         if choice == "new" and self.engine.store.exists():
@@ -193,6 +197,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
             await self._tool_session.close()
         await self.engine_thread.run(self.engine.close())  # the simulated lab, if any, lives on the engine's loop
         self.engine_thread.stop()
+        self.engine_process.close()
 
     # -- events from the runner ---------------------------------------------------------------------------
     def receive_event(self, event: Event) -> None:
@@ -216,6 +221,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
             if event.kind == "output":  # one line (a live command) or many (a probe's output from a batch)
                 for line in data["lines"] if "lines" in data else [data["line"]]:
                     self.buffers.add(data["host"], "  " + line)
+                if data.get("more"):  # an engine process sends a long output's first lines and their number
+                    self.buffers.add_folded(data["host"], data["more"])
                 continue
             if event.kind == "command":
                 self.buffers.add(data["host"], f"$ {data['command']}")

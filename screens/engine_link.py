@@ -45,6 +45,7 @@ class EngineLink:
         profile: str | None = None,
         answers: Answers | None = None,
         switch_os: str | None = None,
+        engine: str | None = None,
     ) -> None:
         """``answers``: the file ``roce-wizard tui --answers`` opened (it wins over saved ones); else the state
         directory's saved answers, else (a real cluster) the last ones used, else none: an empty bring-up."""
@@ -52,6 +53,10 @@ class EngineLink:
         self.profile = profile  # the simulated cluster's shape (--profile rails-16); None: the reference pair
         self.switch_os = switch_os  # the NOS of the simulated switches (--switch-os); None: what the state holds
         self.faults = list(faults or [])
+        self.worker_process = not demo if engine is None else engine == "process"
+        """Host work runs in an engine process of its own (wizard/engine/worker.py) for real hosts. The demo keeps it
+        on the engine thread beside its simulated hosts, which live in this process anyway (moving only the
+        wizard's half out would leave the larger half in); ``engine`` chooses either for tests and benchmarks."""
         self.password: str | None = None
         self.bus = EventBus()
         self.steps = all_steps()
@@ -141,6 +146,11 @@ class EngineLink:
         return target
 
     @property
+    def worker_log(self) -> Path:
+        """Where the engine processes' own complaints go (their tracebacks, Python's warnings)."""
+        return (default_state_root() if self.state_dir_pending else self.store.logs_dir) / "wizard-engine.log"
+
+    @property
     def host_names(self) -> list[str]:
         return [h.name for h in self.answers.hosts]
 
@@ -167,13 +177,19 @@ class EngineLink:
             self._lab_hosts = self.host_names
         return self._targets
 
-    async def open(self) -> Session:
-        """A fresh runner and connections for one action (the lab, if any, stays up)."""
+    async def prepare(self) -> dict[str, SshTarget]:
+        """Before host work: hosts are there, the state directory is pinned, the answers are saved where the work
+        reads them, and (the demo) the lab is up. Returns where each host is reached."""
         if not self.answers.hosts:
             raise WizardError(NO_HOSTS)
         self._state_dir, self.unnamed = self.state_dir, False  # its progress lives there from now on
         targets = await self.targets()
         self.save_answers()
+        return targets
+
+    async def open(self) -> Session:
+        """A fresh runner and connections for one action (the lab, if any, stays up)."""
+        targets = await self.prepare()
         return open_session(
             self.answers, self.steps, targets, self.state_dir, self.bus, simulated=self.demo, password=self.password
         )

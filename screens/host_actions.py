@@ -14,14 +14,13 @@ from textual.worker import Worker, WorkerState
 
 from screens.dialogs import AskSecret, ConfirmPlan, ConfirmRollback, Question
 from screens.engine_link import NO_HOSTS
-from wizard.engine.apply import guard_for
-from wizard.engine.conn_test import ConnectionReport, check_hosts
+from wizard.engine.conn_test import ConnectionReport
+from wizard.engine.host_action import HostAction, do_host_action
 from wizard.engine.interactive import skip_stage
-from wizard.engine.rollback import roll_back, rollback_plans
-from wizard.engine.runner import RunOptions
-from wizard.engine.session import lab_time_scale, sudo_password
-from wizard.engine.state_lock import lock_state_dir, unlock_state_dir
+from wizard.engine.rollback import rollback_plans
+from wizard.engine.session import sudo_password
 from wizard.engine.step import HostPlan
+from wizard.engine.worker_client import WorkerCrashed, WorkerStopped, request_for
 from wizard.errors import AnswersError, WizardError
 
 if TYPE_CHECKING:
@@ -92,8 +91,10 @@ class HostActions(_Base):
                 self._confirmed_all.discard(stage)
             if action == "test":
                 self.conn_reports = {}
-            # The hosts are worked on in the engine's thread; this worker (its cancel included) waits for it.
-            outcome = await self.engine_thread.run(self._on_hosts(action, stage))
+            if self.engine.worker_process:
+                outcome = await self._in_worker(action, stage)
+            else:  # on the engine's thread; this worker (its cancel included) waits for it
+                outcome = await self.engine_thread.run(self._on_hosts(action, stage))
             if action == "plan" and stage and outcome is not None:
                 self.plans[stage] = outcome
             elif action == "rollback" and stage and outcome is not None:
@@ -113,7 +114,7 @@ class HostActions(_Base):
                     "every host answers, logs in and runs sudo" if not bad else f"not ready: {', '.join(bad)}",
                     severity="information" if not bad else "error",
                 )
-        except (WizardError, AnswersError) as exc:
+        except (WizardError, AnswersError, WorkerStopped, WorkerCrashed) as exc:
             self.notify(str(exc), severity="error", timeout=10)
         finally:
             self.busy = None
@@ -124,43 +125,39 @@ class HostActions(_Base):
             if action in ("apply", "verify") and self.main is not None and self.main.page == stage:
                 self.main.show_tab("checks")
 
+    async def _in_worker(self, action: str, stage: str | None) -> Any:
+        """In an engine process of its own (wizard/engine/worker.py): its events join the same inbox, its questions
+        are asked here, its outcome comes back decoded."""
+        engine = self.engine
+        targets = await self.engine_thread.run(engine.prepare())  # the demo's lab lives on the engine's loop
+        request = request_for(
+            action,
+            stage,
+            state_dir=engine.state_dir,
+            answers_path=engine.answers_path,
+            demo=engine.demo,
+            password=engine.password,
+            targets=targets if engine.demo else None,  # real hosts' targets are built there, bastions and all
+        )
+        return await self.engine_process.run(
+            request, on_event=self.receive_event, on_report=self._connection_report, ask=self._ask_confirm
+        )
+
     async def _on_hosts(self, action: str, stage: str | None) -> Any:
         """On the engine's loop: open a session, do the action, close it; what the screen needs is returned (the
         plans, a rollback's hosts) and every widget is left to the caller."""
-        changes = action in ("apply", "rollback")
-        if changes:  # one writer per state directory, held only while hosts change: an idle wizard blocks nobody
-            lock_state_dir(self.engine.state_dir)
-        try:
-            session = await self.engine.open()
-            self._runner = session.runner
-            try:
-                if action == "apply" and stage:
-                    await session.runner.run(self._options(stage))
-                elif action == "verify" and stage:
-                    from wizard.engine.interactive import verify_stage
+        work = HostAction(action, stage, self.engine.demo, str(self.engine.answers_path))
+        return await do_host_action(
+            work,
+            self.engine.open,
+            self.engine.state_dir,
+            confirm=self._confirm,
+            on_report=self._connection_report,
+            on_runner=self._set_runner,
+        )
 
-                    await verify_stage(session.runner, stage)
-                elif action == "plan" and stage:
-                    outcomes = await session.runner.plan_all([stage])
-                    return outcomes[0].plans
-                elif action == "rollback" and stage:
-                    hosts = [h for h, c in rollback_plans(session.store, self.engine.host_names, [stage]).items() if c]
-                    outcomes = await roll_back(session.store, session.executors, hosts, [stage], self.engine.bus)
-                    return hosts, [o.host for o in outcomes if o.status == "failed"]
-                elif action == "test":
-                    await check_hosts(
-                        session.executors,  # type: ignore[arg-type]
-                        self.engine.answers.ssh.max_parallel_hosts,
-                        self._connection_report,
-                        close_after=True,  # 1,000 sessions held until the last host answers cost memory for nothing
-                    )
-            finally:
-                self._runner = None
-                await session.close()
-        finally:
-            if changes:
-                unlock_state_dir(self.engine.state_dir)
-        return None
+    def _set_runner(self, runner: Any) -> None:
+        self._runner = runner
 
     def _connection_report(self, report: ConnectionReport) -> None:
         """One host answered the connection test (engine thread): its row is drawn on the next tick, not after the
@@ -183,16 +180,6 @@ class HostActions(_Base):
         cluster = self.engine.cluster_label
         base = f"SIMULATED CLUSTER · {cluster}" if self.engine.demo else cluster
         self.sub_title = base + (f" · running: {self.busy}" if self.busy else "")
-
-    def _options(self, stage: str) -> RunOptions:
-        return RunOptions(
-            stages=[stage],
-            confirm=self._confirm,
-            demo=self.engine.demo,
-            answers_path=str(self.engine.answers_path),
-            reboot_timeout_s=60.0 if self.engine.demo else 900.0,
-            guard=guard_for(self.engine.answers, lab_time_scale() if self.engine.demo else 1.0),
-        )
 
     async def _confirm(self, stage: str, plan: HostPlan) -> bool:
         """Called by the runner on the engine's loop: the operator answers in a dialog on the screen's loop."""

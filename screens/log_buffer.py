@@ -79,6 +79,22 @@ class LogBuffers:
             block.hidden += 1
             self.folded += 1
 
+    def add_folded(self, host: str, count: int) -> None:
+        """``count`` more output lines of the command now printing, known by their number only (an engine process
+        sends a long output's first lines, which the pane shows, and how many followed): folded as if added."""
+        block = self._blocks.get(host)
+        if block is None or block.seen < HEAD + SLACK:  # only ever after the lines shown: add them the usual way
+            for _ in range(count):
+                self.add(host, OUTPUT)
+            return
+        self.ingested += count
+        block.seen += count
+        if block.held:
+            block.hidden, block.held = len(block.held), []
+            self.folded += block.hidden
+        block.hidden += count
+        self.folded += count
+
     def _keep(self, host: str, line: str) -> None:
         self.lines.setdefault(host, deque(maxlen=self.keep)).append(line)
         self._pending.setdefault(host, []).append(line)

@@ -47,3 +47,4 @@ async def test_rows_fill_in_host_by_host_through_the_connection_test_and_discove
     # The operator's keys took effect, during the run and after it.
     assert {"during/filter", "after/filter", "after/finder", "after/scroll", "after/page"} <= set(result["keys"])
     assert not result["missed"]
+    assert result["engine_process_peak_mib"], "the host work ran in an engine process of its own"

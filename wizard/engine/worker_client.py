@@ -1,0 +1,220 @@
+"""The screen's side of the engine process (wizard/engine/worker.py): start it ahead of time, hand it one action,
+pass its events on, answer its questions, stop it.
+
+The worker's messages are read on a thread of their own and decoded there, so the screen's event loop only sees
+finished events (appended to the same inbox the engine thread fills) and the few messages that need it: a question
+for the operator and the outcome. One worker does one action; the next one is started as soon as it is taken, so
+Python's start-up (about a second on a busy machine) is never in front of the operator's key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from wizard.engine.conn_test import ConnectionReport
+from wizard.engine.events import Event
+from wizard.engine.step import HostPlan
+from wizard.engine.worker import decode_result
+from wizard.engine.worker_events import event_from_message
+from wizard.errors import WizardError
+from wizard.executors.ssh import SshTarget
+
+STOP_WAIT_S = 60.0
+"""How long a stopped worker gets to save its hosts as interrupted and close its sessions before it is killed."""
+
+
+class WorkerStopped(Exception):
+    """The work was stopped (quit) before it ended."""
+
+
+class WorkerCrashed(Exception):
+    """The engine process failed in a way the wizard did not foresee; the text names it and where its log is."""
+
+
+class EngineProcess:
+    """Runs host actions in worker processes, one at a time, keeping the next worker started and waiting."""
+
+    def __init__(self, log_path: Callable[[], Path], *, niceness: int = 0) -> None:
+        self._log_path = log_path
+        self.niceness = niceness
+        self._spare: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+        self.runs = 0
+        """Actions handed to a worker so far."""
+        self.peak_mib = 0.0
+        """The largest peak memory a worker reported (each reports its own with its outcome)."""
+
+    def warm(self) -> None:
+        """Start the next worker now (it imports the engine and waits), unless one is waiting already."""
+        if self._spare is None or self._spare.poll() is not None:
+            self._spare = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        path = self._log_path()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if self._log is None or self._log.name != str(path):
+            if self._log is not None:
+                self._log.close()
+            self._log = path.open("ab")
+        niceness = self.niceness
+        return subprocess.Popen(
+            [sys.executable, "-m", "wizard.engine.worker"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,  # noqa: PLW1509 - only os.nice, no locks
+        )
+
+    async def run(
+        self,
+        request: dict[str, Any],
+        *,
+        on_event: Callable[[Event], None],
+        on_report: Callable[[ConnectionReport], None],
+        ask: Callable[[str, HostPlan], Awaitable[bool]],
+    ) -> Any:
+        """Hand ``request`` (wizard/engine/worker.py) to a worker and wait for its outcome. Events and connection
+        reports are passed on from the reading thread; ``ask`` runs on this loop. Cancelling stops the work the way
+        quitting headless mode does (hosts saved as interrupted) and waits for the worker to end."""
+        self.warm()
+        self.runs += 1
+        process, self._spare = self._spare, None
+        assert process is not None and process.stdin is not None and process.stdout is not None
+        self.warm()  # the next action's worker starts importing while this one works
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[dict[str, Any]] = loop.create_future()
+        questions: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        reader = threading.Thread(
+            target=_read,
+            args=(process, loop, outcome, questions, on_event, on_report),
+            name="roce-wizard-worker-reader",
+            daemon=True,
+        )
+        reader.start()
+        _write(process, request)
+        answering = asyncio.create_task(_answer(process, questions, ask))
+        try:
+            message = await asyncio.shield(outcome)
+        except asyncio.CancelledError:
+            _write(process, {"stop": "quit"})
+            try:
+                await asyncio.wait_for(asyncio.shield(outcome), STOP_WAIT_S)
+            except (TimeoutError, asyncio.CancelledError):
+                process.kill()
+            raise
+        finally:
+            answering.cancel()
+            await asyncio.to_thread(_reap, process)
+        self.peak_mib = max(self.peak_mib, float(message.get("peak_mib") or 0.0))
+        if message["msg"] == "result":
+            return decode_result(str(request["action"]), message.get("value"))
+        if message.get("kind") == "wizard":
+            raise WizardError(message["text"])
+        if message.get("kind") == "stopped":
+            raise WorkerStopped(message["text"])
+        raise WorkerCrashed(f"the engine process failed: {message['text']} (its log: {self._log_path()})")
+
+    def close(self) -> None:
+        """End the waiting worker (closing its input ends it) and the log."""
+        spare, self._spare = self._spare, None
+        if spare is not None and spare.poll() is None:
+            try:
+                assert spare.stdin is not None
+                spare.stdin.close()
+                spare.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                spare.kill()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+
+def request_for(
+    action: str,
+    stage: str | None,
+    *,
+    state_dir: Path,
+    answers_path: Path,
+    demo: bool,
+    password: str | None,
+    targets: dict[str, SshTarget] | None = None,
+) -> dict[str, Any]:
+    """The request line a worker reads (the simulated lab's ``targets`` go with it; real hosts' are built there)."""
+    return {
+        "action": action,
+        "stage": stage,
+        "state_dir": str(state_dir),
+        "answers_path": str(answers_path),
+        "demo": demo,
+        "password": password,
+        "targets": [asdict(t) for t in targets.values()] if targets else None,
+    }
+
+
+def _write(process: subprocess.Popen[bytes], message: dict[str, Any]) -> None:
+    try:
+        assert process.stdin is not None
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        process.stdin.flush()
+    except (OSError, ValueError):
+        pass  # the worker has ended; its outcome (or its end) says why
+
+
+def _read(
+    process: subprocess.Popen[bytes],
+    loop: asyncio.AbstractEventLoop,
+    outcome: asyncio.Future[dict[str, Any]],
+    questions: asyncio.Queue[dict[str, Any]],
+    on_event: Callable[[Event], None],
+    on_report: Callable[[ConnectionReport], None],
+) -> None:
+    """The reading thread: events and reports go straight to their sinks; a question and the outcome to the loop."""
+    assert process.stdout is not None
+    last: dict[str, Any] | None = None
+    for raw in process.stdout:
+        try:
+            message = json.loads(raw)
+        except ValueError:
+            continue
+        if "event" in message:
+            on_event(event_from_message(message))
+        elif message.get("msg") == "report":
+            on_report(ConnectionReport(**{k: v for k, v in message.items() if k != "msg"}))
+        elif message.get("msg") == "ask":
+            loop.call_soon_threadsafe(questions.put_nowait, message)
+        elif message.get("msg") in ("result", "error"):
+            last = message
+    code = process.wait()
+    final = last or {"msg": "error", "kind": "crash", "text": f"it ended with exit status {code} before its outcome"}
+    loop.call_soon_threadsafe(lambda: outcome.done() or outcome.set_result(final))
+
+
+async def _answer(
+    process: subprocess.Popen[bytes],
+    questions: asyncio.Queue[dict[str, Any]],
+    ask: Callable[[str, HostPlan], Awaitable[bool]],
+) -> None:
+    """Questions are answered one at a time, in the order asked (the runner asks one host's plan after another)."""
+    while True:
+        question = await questions.get()
+        yes = await ask(question["stage"], HostPlan.model_validate(question["plan"]))
+        _write(process, {"answer": question["id"], "yes": yes})
+
+
+def _reap(process: subprocess.Popen[bytes]) -> None:
+    for stream in (process.stdin, process.stdout):
+        if stream is not None:
+            try:
+                stream.close()
+            except OSError:
+                pass
+    process.wait()
