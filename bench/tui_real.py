@@ -223,13 +223,21 @@ async def wait_idle(app: WizardApp, timeout_s: float = TIMEOUT_S) -> None:
 
 
 async def drive(
-    state: Path, *, keys: bool = True, trace: bool = False, size: tuple[int, int] = SIZE, engine_in: str = "process"
+    state: Path,
+    *,
+    keys: bool = True,
+    trace: bool = False,
+    size: tuple[int, int] = SIZE,
+    engine_in: str = "process",
+    engine_nice: int | None = None,
 ) -> dict[str, Any]:
     """Open the wizard on ``state`` (its answers file written), test the connections, discover; the figures.
     ``engine_in``: where host work runs, "process" (what the wizard does for real hosts) or "thread"."""
     engine = EngineLink(state, demo=False, engine=engine_in)
     hosts = engine.host_names
     app = WizardApp(engine)
+    if engine_nice is not None:
+        app.engine_process.niceness = engine_nice
     timer = KeyTimer(app)
     answered: dict[str, float] = {}  # first host answering per phase (the engine's own events)
     samples: dict[str, float] = {"start": rss_mib()}
@@ -395,6 +403,12 @@ def main() -> int:
         "of the screen's process (as before)",
     )
     parser.add_argument(
+        "--engine-nice",
+        type=int,
+        default=None,
+        help="the engine process at this niceness instead of the wizard's own choice (to measure what it buys)",
+    )
+    parser.add_argument(
         "--lab-nice",
         type=int,
         default=0,
@@ -425,7 +439,14 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             state = Path(tmp) / "state"
             write_answers(lab, state, args.parallel)
-            run = drive(state, keys=not args.no_keys, trace=args.trace, size=(cols, rows), engine_in=args.engine)
+            run = drive(
+                state,
+                keys=not args.no_keys,
+                trace=args.trace,
+                size=(cols, rows),
+                engine_in=args.engine,
+                engine_nice=args.engine_nice,
+            )
             if args.profile:
                 import cProfile
 
@@ -442,6 +463,7 @@ def main() -> int:
         "lab_nice": args.lab_nice,
         "step_aside": not args.no_step_aside,
         "engine": args.engine,
+        "engine_nice": args.engine_nice,
         "cpus": os.cpu_count(),
         **result,
     }

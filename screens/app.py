@@ -101,6 +101,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         self.engine_process = EngineProcess(lambda: engine.worker_log)
         self._facts: FactsIndex | None = None
         self.facts_epoch = 0
+        self._facts_hosts: set[str] | None = None  # facts that may have changed since the last refresh; None: any
         self._facts_seen = -1
         engine.bus.subscribe(self.receive_event)
         self._load_saved()
@@ -124,17 +125,26 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         checks = {(s, h): store.host(h).stages[s].checks for h in hosts for s in store.host(h).stages}
         self.progress.set_hosts(hosts)
         self.progress.load_saved(saved, checks)
-        self.facts_epoch += 1
+        self.facts_changed()
 
     def facts_index(self) -> FactsIndex:
         """Discovery facts summarised per host; facts files are looked at again only after discovery events."""
         root = self.engine.state_dir
         if self._facts is None or self._facts.root != root:
-            self._facts, self._facts_seen = FactsIndex(root), -1
+            self._facts, self._facts_seen, self._facts_hosts = FactsIndex(root), -1, None
         if self._facts_seen != self.facts_epoch:
             self._facts_seen = self.facts_epoch
-            self._facts.refresh(self.engine.host_names)
+            only, self._facts_hosts = self._facts_hosts, set()
+            self._facts.refresh(self.engine.host_names, only)
         return self._facts
+
+    def facts_changed(self, host: str | None = None) -> None:
+        """Facts files may have changed: ``host``'s (a discovery event about it), else any host's."""
+        self.facts_epoch += 1
+        if host is None:
+            self._facts_hosts = None
+        elif self._facts_hosts is not None:
+            self._facts_hosts.add(host)
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def on_event(self, event: events.Event) -> None:
@@ -234,7 +244,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
             if event.kind == "change_started":
                 self.buffers.add(data["host"], f"▶ [{data['impact']}] {data['summary']}")
             if self.progress.apply(event) == "discovery":
-                self.facts_epoch += 1
+                self.facts_changed(data.get("host"))
             self._dirty = True
 
     def tidy_heap(self) -> None:

@@ -9,10 +9,10 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.widgets import Button, DataTable, Label, Static
 
-from screens.facts_index import PORT_COLUMNS, host_cells, majority, platform_cell, port_cells  # noqa: F401
+from screens.facts_index import PORT_COLUMNS, FactsIndex, host_cells, majority, platform_cell, port_cells  # noqa: F401
 from screens.filter_bar import FilterBar
-from screens.fleet import Entry, filtered_rows, leaf_count, problems_label, stage_progress_line
-from screens.progress import STATUS_MARK
+from screens.fleet import Entry, RowCache, filtered_rows, leaf_count, problems_label, stage_progress_line
+from screens.progress import STATUS_MARK, Progress
 from screens.vtable import VirtualTable, update_if_changed
 from wizard.engine.events import HOST_READ
 
@@ -28,12 +28,13 @@ class DiscoveryPage(Vertical):
     DiscoveryPage #disc-hosts { height: auto; max-height: 8; }
     """
     drawn = 0
-    _cache: tuple[tuple[int, ...], dict[str, Entry]] | None = None
     """How many times the host list was redrawn (the scale benchmark waits for it)."""
+    _cache: tuple[tuple[int, ...], dict[str, Entry]] | None = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.host: str | None = None
+        self._rows = RowCache()
 
     @property
     def wizard(self) -> WizardApp:
@@ -59,32 +60,41 @@ class DiscoveryPage(Vertical):
         self.refresh_view()
 
     def _entries(self) -> dict[str, Entry]:
-        """Per host its row (status, leaf, ports up, problems); rebuilt when the progress or the facts moved."""
+        """Per host its row (status, leaf, ports up, problems); a host's row is rebuilt when its progress or its
+        facts moved."""
         wizard = self.wizard
         progress, index = wizard.progress, wizard.facts_index()
         source = (progress.revision, id(progress), wizard.facts_epoch)
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
-        entries: dict[str, Entry] = {}
-        for host in progress.hosts:
-            cell = progress.cell("discovery", host)
-            summary = index.summaries.get(host)
-            problems = [c for c in cell.checks if c["status"] in ("fail", "warn")]
-            failed = cell.status == "failed" or cell.fails > 0
-            titles = " ".join(c["title"] for c in problems)
-            ports = f"{len(summary.ports) - summary.ports_down}/{len(summary.ports)} up" if summary else "·"
-            if problems:
-                words = Text(problems_label(problems), style="bold red" if failed else "yellow")
-            else:
-                words = Text(cell.reason if cell.status == "failed" else "", style="bold red")
-            # A host whose facts are in reads "read" while the others are still probed (its row is filled in).
-            word = "read" if cell.status == "running" and cell.reason == HOST_READ else cell.status
-            status = Text(f"{STATUS_MARK.get(cell.status, '?')} {word}", style="bold red" if failed else "")
-            row = [host, status, (summary.leaf if summary else None) or "·", ports, words]
-            haystack = f"{host} {summary.search if summary else ''} {titles}".lower()
-            entries[host] = Entry(row, failed, haystack)
+        revision = progress.host_revision
+        entries = self._rows.entries(
+            (id(progress), progress.epoch, id(index), index.epoch),
+            progress.hosts,
+            lambda host: (revision.get(host), index.stamp(host)),
+            lambda host: self._entry(host, progress, index),
+        )
         self._cache = (source, entries)
         return entries
+
+    @staticmethod
+    def _entry(host: str, progress: Progress, index: FactsIndex) -> Entry:
+        cell = progress.cell("discovery", host)
+        summary = index.summaries.get(host)
+        problems = [c for c in cell.checks if c["status"] in ("fail", "warn")]
+        failed = cell.status == "failed" or cell.fails > 0
+        titles = " ".join(c["title"] for c in problems)
+        ports = f"{len(summary.ports) - summary.ports_down}/{len(summary.ports)} up" if summary else "·"
+        if problems:
+            words = Text(problems_label(problems), style="bold red" if failed else "yellow")
+        else:
+            words = Text(cell.reason if cell.status == "failed" else "", style="bold red")
+        # A host whose facts are in reads "read" while the others are still probed (its row is filled in).
+        word = "read" if cell.status == "running" and cell.reason == HOST_READ else cell.status
+        status = Text(f"{STATUS_MARK.get(cell.status, '?')} {word}", style="bold red" if failed else "")
+        row = [host, status, (summary.leaf if summary else None) or "·", ports, words]
+        haystack = f"{host} {summary.search if summary else ''} {titles}".lower()
+        return Entry(row, failed, haystack)
 
     def refresh_view(self) -> None:
         progress = self.wizard.progress

@@ -10,9 +10,9 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.widgets import Button, Input, Label, Static
 
-from screens.facts_index import leaf_search
+from screens.facts_index import FactsIndex, leaf_search
 from screens.filter_bar import FilterBar
-from screens.fleet import Entry, filtered_rows, host_failed, leaf_count
+from screens.fleet import Entry, RowCache, filtered_rows, host_failed, leaf_count
 from screens.inventory_dialog import AskInventory, InventoryChoice, read_inventory
 from screens.vtable import VirtualTable, update_if_changed
 from wizard.errors import UsageError
@@ -35,8 +35,9 @@ class HostsPage(Vertical):
 
     BINDINGS = [Binding("i", "import_inventory", "Import inventory")]
     drawn = 0
-    _cache: tuple[tuple[int, ...], dict[str, Entry]] | None = None
     """How many times the table was rebuilt (the scale benchmark waits for it)."""
+    _cache: tuple[tuple[int, ...], dict[str, Entry]] | None = None
+    _rows: RowCache | None = None
 
     @property
     def wizard(self) -> WizardApp:
@@ -96,29 +97,41 @@ class HostsPage(Vertical):
         )
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
-        leaf_of = wizard.facts_index().leaf
-        entries: dict[str, Entry] = {}
-        for host in engine.answers.hosts:
-            report = reports.get(host.name)
-            ssh = f"{host.user or engine.answers.ssh.user}@{host.address}:{host.port or engine.answers.ssh.port}"
-            failed = (report is not None and not report.ok) or host_failed(progress, host.name, progress.stages)
-            leaf = leaf_of(host.name) or ""
-            label = Text(host.name + (" [sim]" if host.name in progress.simulated_hosts else ""))
-            if failed:
-                label.stylize("bold red")
-            row = [
-                label,
-                leaf or "·",
-                ssh,
-                _yes_no(report.reachable if report else None),
-                _yes_no(report.authenticated if report else None),
-                _yes_no(report.sudo if report else None),
-                (report.os if report else "") or "",  # last: a narrow terminal cuts it, not the verdicts
-            ]
-            words = f"{host.name} {ssh} {leaf} {leaf_search(wizard.facts_index(), host.name)}"  # '/leaf-r3' finds it
-            entries[host.name] = Entry(row, failed, words.lower())
+        index = wizard.facts_index()
+        if self._rows is None:
+            self._rows = RowCache()
+        by_name = {h.name: h for h in engine.answers.hosts}
+        revision = progress.host_revision
+        entries = self._rows.entries(
+            (id(engine.answers), id(reports), id(progress), progress.epoch, id(index), index.epoch),
+            by_name,
+            lambda name: (revision.get(name), index.stamp(name), reports.get(name)),
+            lambda name: self._entry(by_name[name], index),
+        )
         self._cache = (source, entries)
         return entries
+
+    def _entry(self, host: Any, index: FactsIndex) -> Entry:
+        wizard = self.wizard
+        engine, progress, reports = wizard.engine, wizard.progress, wizard.conn_reports
+        report = reports.get(host.name)
+        ssh = f"{host.user or engine.answers.ssh.user}@{host.address}:{host.port or engine.answers.ssh.port}"
+        failed = (report is not None and not report.ok) or host_failed(progress, host.name, progress.stages)
+        leaf = index.leaf(host.name) or ""
+        label = Text(host.name + (" [sim]" if host.name in progress.simulated_hosts else ""))
+        if failed:
+            label.stylize("bold red")
+        row = [
+            label,
+            leaf or "·",
+            ssh,
+            _yes_no(report.reachable if report else None),
+            _yes_no(report.authenticated if report else None),
+            _yes_no(report.sudo if report else None),
+            (report.os if report else "") or "",  # last: a narrow terminal cuts it, not the verdicts
+        ]
+        words = f"{host.name} {ssh} {leaf} {leaf_search(index, host.name)}"  # '/leaf-r3' finds it
+        return Entry(row, failed, words.lower())
 
     def refresh_view(self) -> None:
         engine = self.wizard.engine

@@ -130,7 +130,7 @@ class MainScreen(Screen[None]):
 
     def set_hosts(self, hosts: list[str]) -> None:
         self.wizard.buffers.set_host_count(len(hosts))
-        self.wizard.facts_epoch += 1
+        self.wizard.facts_changed()
         for panel in self.query(LogPanel):
             panel.set_hosts(hosts)
         self.refresh_all()

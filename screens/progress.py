@@ -75,6 +75,10 @@ class Progress:
         """Per stage run in this session, the rate hosts finish their probe (for the ETA)."""
         self.revision = 0
         """Bumped on every change: views that are costly to rebuild skip the rebuild when it has not moved."""
+        self.host_revision: dict[str, int] = {}
+        """Per host, the revision of the last change that concerned it: a page rebuilds only those hosts' rows."""
+        self.epoch = 0
+        """Bumped when every host's row may have changed (hosts replaced, saved progress loaded, a stage started)."""
 
     def cell(self, stage: str, host: str) -> Cell:
         found = self.cells.get((stage, host))  # no throwaway Cell per lookup: pages look up 7,000 per redraw
@@ -85,10 +89,12 @@ class Progress:
     def set_hosts(self, hosts: list[str]) -> None:
         self.hosts = list(hosts)
         self.revision += 1
+        self.epoch += 1
 
     def load_saved(self, saved: dict[str, dict[str, StageProgress]], checks: dict[tuple[str, str], list]) -> None:
         """Start from what the state directory says (resume)."""
         self.revision += 1
+        self.epoch += 1
         for host, row in saved.items():
             for stage, progress in row.items():
                 cell = self.cell(stage, host)
@@ -104,10 +110,13 @@ class Progress:
         d = event.data
         stage, host = d.get("stage"), d.get("host")
         self.revision += 1
+        if host:
+            self.host_revision[host] = self.revision
         if event.kind == "host_simulated" and host:
             self.simulated_hosts.add(host)
             return None
         if event.kind == "stage_started" and stage:
+            self.epoch += 1
             self.clocks[stage] = StageClock(time.monotonic())
             for h in self.hosts:
                 cell = self.cell(stage, h)

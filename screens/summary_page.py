@@ -10,10 +10,10 @@ from textual.containers import Vertical
 from textual.widgets import Label, Static
 
 from screens.checklist import Checklist
-from screens.facts_index import leaf_search
+from screens.facts_index import FactsIndex, leaf_search
 from screens.filter_bar import FilterBar
-from screens.fleet import Entry, compress_hosts, filtered_rows, leaf_count, stage_counts, stage_progress_line
-from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK
+from screens.fleet import Entry, RowCache, compress_hosts, filtered_rows, leaf_count, stage_counts, stage_progress_line
+from screens.progress import LEGEND, SHORT_STAGE, STATUS_MARK, Progress
 from screens.vtable import VirtualTable, update_if_changed
 
 if TYPE_CHECKING:
@@ -40,6 +40,7 @@ class SummaryPage(Vertical):
     drawn = 0
     """How many times the grid was redrawn (the scale benchmark waits for it)."""
     _cache: tuple[tuple[int, int, int], dict[str, Entry]] | None = None
+    _rows: RowCache | None = None
 
     @property
     def wizard(self) -> WizardApp:
@@ -72,20 +73,30 @@ class SummaryPage(Vertical):
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
         index = wizard.facts_index()
-        cells = progress.cells
-        entries: dict[str, Entry] = {}
-        for host in progress.hosts:
-            row: list[Any] = [host + (" [sim]" if host in progress.simulated_hosts else "")]
-            failed = False
-            for stage in progress.stages:
-                cell = cells.get((stage, host)) or progress.cell(stage, host)
-                status = "waiting" if cell.status == "pending" and cell.reason else cell.status
-                row.append(STATUS_TEXT.get(status) or Text(f"  {status}"))
-                failed = failed or cell.failed
-            # Every leaf name, not just the group's phrase: '/leaf-r3' finds the hosts cabled to leaf-r3.
-            entries[host] = Entry(row, failed, f"{host} {index.leaf(host) or ''} {leaf_search(index, host)}".lower())
+        if self._rows is None:
+            self._rows = RowCache()
+        revision = progress.host_revision
+        entries = self._rows.entries(
+            (id(progress), progress.epoch, id(index), index.epoch),
+            progress.hosts,
+            lambda host: (revision.get(host), index.stamp(host)),
+            lambda host: self._entry(host, progress, index),
+        )
         self._cache = (source, entries)
         return entries
+
+    @staticmethod
+    def _entry(host: str, progress: Progress, index: FactsIndex) -> Entry:
+        cells = progress.cells
+        row: list[Any] = [host + (" [sim]" if host in progress.simulated_hosts else "")]
+        failed = False
+        for stage in progress.stages:
+            cell = cells.get((stage, host)) or progress.cell(stage, host)
+            status = "waiting" if cell.status == "pending" and cell.reason else cell.status
+            row.append(STATUS_TEXT.get(status) or Text(f"  {status}"))
+            failed = failed or cell.failed
+        # Every leaf name, not just the group's phrase: '/leaf-r3' finds the hosts cabled to leaf-r3.
+        return Entry(row, failed, f"{host} {index.leaf(host) or ''} {leaf_search(index, host)}".lower())
 
     def refresh_view(self) -> None:
         progress = self.wizard.progress
