@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import resource
@@ -205,6 +206,31 @@ def typed(app: WizardApp, ch: str) -> Callable[[], bool]:
     return done
 
 
+class GcPauses:
+    """The screen process's cyclic garbage collections while discovery runs: how many, the longest, the total (a
+    full collection walks every object the process holds, and the screen waits meanwhile)."""
+
+    def __init__(self) -> None:
+        self.started = 0.0
+        self.seconds: list[float] = []
+        self.full = 0
+
+    def callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self.started = time.perf_counter()
+            return
+        self.seconds.append(time.perf_counter() - self.started)
+        self.full += info.get("generation") == 2
+
+    def figures(self) -> dict[str, float | int]:
+        return {
+            "collections": len(self.seconds),
+            "full": self.full,
+            "max_ms": round(max(self.seconds, default=0.0) * 1000, 1),
+            "total_ms": round(sum(self.seconds) * 1000, 1),
+        }
+
+
 async def loop_lag(stop: asyncio.Event, lags: list[float]) -> None:
     """How late a 10 ms sleep wakes up: the longest stretch the event loop (the wizard's, shared with the engine's
     SSH sessions) could not get to a key."""
@@ -318,6 +344,8 @@ async def drive(
         watcher = asyncio.create_task(watch.run(stop, len(hosts)))
         lags: list[float] = []
         lagger = asyncio.create_task(loop_lag(stop, lags))
+        pauses = GcPauses()
+        gc.callbacks.append(pauses.callback)
         if trace:
             tracemalloc.start(12)
         pressed = time.perf_counter()
@@ -337,6 +365,8 @@ async def drive(
         await watcher
         await lagger
         result["disc_loop_lag"] = latency_figures(lags) if lags else {}
+        gc.callbacks.remove(pauses.callback)
+        result["disc_gc"] = pauses.figures()
         disc_first, disc_all = watch.first_frame(answered.get("disc")), watch.all_frame()
         result["disc_first_row_s"] = _since(answered.get("disc"), disc_first)
         result["disc_all_rows_s"] = _since(pressed, disc_all)

@@ -13,8 +13,9 @@ The protocol is JSON lines, one message per line:
   the operator's yes; finally ``{"msg": "result", "value": ...}`` or ``{"msg": "error", "text": ..., "kind": ...}``.
 - from the screen (stdin): first the request ``{"action", "stage", "state_dir", "demo", "answers_path", "password",
   "targets"}`` (the sudo password travels here, never in arguments or the environment, which other users can read),
-  then ``{"answer": N, "yes": bool}`` per question and ``{"stop": REASON}`` to stop the work (a closed stdin stops it
-  too: the screen is gone).
+  then ``{"answer": N, "yes": bool}`` per question, ``{"pause": S}`` and ``{"resume": true}`` around a key the
+  screen is handling (the engine stands still for at most S seconds), and ``{"stop": REASON}`` to stop the work (a
+  closed stdin stops it too: the screen is gone).
 
 A command's long output is cut to its first lines and a count on the way (wizard/engine/worker_events.py): the log
 pane folds it after those anyway, and every line is in the host's log file, which this process writes.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import resource
 import sys
 import threading
@@ -57,6 +59,8 @@ class Worker:
         self.task: asyncio.Task[Any] | None = None
         self.bus = EventBus()
         self.coalescer = OutputCoalescer(self.send)
+        self.go_on = threading.Event()
+        """Cleared while the screen asks this process to stand still for a key; set by its resume."""
         self.bus.subscribe(self.coalescer.event)
 
     def finish(self, message: dict[str, Any]) -> None:
@@ -70,16 +74,27 @@ class Worker:
 
     # -- from the screen ------------------------------------------------------------------------------------
     def listen(self, stream: BinaryIO) -> None:
-        """On a thread: the screen's answers and stop, handed to the loop; end of input stops the work."""
+        """On a thread: the screen's answers and stop, handed to the loop; end of input stops the work. A resume
+        is acted on here, since the loop it wakes is the one standing still."""
         for raw in stream:
             try:
                 message = json.loads(raw)
             except ValueError:
                 continue
+            if "resume" in message:
+                self.go_on.set()
+                continue
+            if "pause" in message:
+                self.go_on.clear()
             self.loop.call_soon_threadsafe(self.heard, message)
         self.loop.call_soon_threadsafe(self.heard, {"stop": "quit"})
 
     def heard(self, message: dict[str, Any]) -> None:
+        if "pause" in message:
+            # The screen handles a key: this loop stands still (a blocking wait lets the CPU go) until the key's
+            # frame is drawn, and never longer than asked (at most a second, whatever the screen says).
+            self.go_on.wait(timeout=min(1.0, max(0.0, float(message["pause"]))))
+            return
         if "answer" in message:
             waiting = self.answers_waiting.pop(int(message["answer"]), None)
             if waiting is not None and not waiting.done():
@@ -180,7 +195,13 @@ async def serve(request: dict[str, Any], out: BinaryIO, stdin: BinaryIO) -> int:
     return await worker.run()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["--nice"] and len(args) > 1:
+        try:
+            os.nice(int(args[1]))  # the screen's process keeps the CPU first (worker_client.ENGINE_NICENESS)
+        except (OSError, ValueError):
+            pass
     out, stdin = sys.stdout.buffer, sys.stdin.buffer
     sys.stdout = sys.stderr  # a stray print must not break the protocol
     out.write(b'{"msg": "ready"}\n')

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -28,6 +28,11 @@ from wizard.engine.worker_events import event_from_message
 from wizard.errors import WizardError
 from wizard.executors.ssh import SshTarget
 
+ENGINE_NICENESS = 0
+"""The engine process's niceness. Not lowered: on a control machine shared with other work, a niced engine would wait
+behind every other process. The screen gets its CPU by pausing the engine while it handles a key (``pause``)."""
+PAUSE_MAX_S = 0.25
+"""The longest the engine stands still for one key: host work never waits longer than this at a time."""
 STOP_WAIT_S = 60.0
 """How long a stopped worker gets to save its hosts as interrupted and close its sessions before it is killed."""
 
@@ -43,7 +48,7 @@ class WorkerCrashed(Exception):
 class EngineProcess:
     """Runs host actions in worker processes, one at a time, keeping the next worker started and waiting."""
 
-    def __init__(self, log_path: Callable[[], Path], *, niceness: int = 0) -> None:
+    def __init__(self, log_path: Callable[[], Path], *, niceness: int = ENGINE_NICENESS) -> None:
         self._log_path = log_path
         self.niceness = niceness
         self._spare: subprocess.Popen[bytes] | None = None
@@ -52,6 +57,34 @@ class EngineProcess:
         """Actions handed to a worker so far."""
         self.peak_mib = 0.0
         """The largest peak memory a worker reported (each reports its own with its outcome)."""
+        self._working: subprocess.Popen[bytes] | None = None
+        self._paused_at: float | None = None
+
+    def pause(self) -> None:
+        """Ask the working engine process to stand still while the screen handles a key, so the key's frame has the
+        CPU to itself; ``resume`` ends it, and the engine ends it by itself after PAUSE_MAX_S whatever happens here
+        (a screen that died cannot leave it stopped). What the hosts send meanwhile waits in the kernel's socket
+        buffers; SSH sessions lose nothing in a quarter of a second."""
+        process = self._working
+        if process is None or self._paused_at is not None:
+            return
+        self._paused_at = time.monotonic()
+        _write(process, {"pause": PAUSE_MAX_S})
+
+    def resume(self) -> None:
+        process, was = self._working, self._paused_at
+        self._paused_at = None
+        if process is not None and was is not None:
+            _write(process, {"resume": True})
+
+    def resume_if_overdue(self) -> None:
+        """Forget a pause the engine has ended by itself (it never waits longer than PAUSE_MAX_S)."""
+        if self._paused_at is not None and time.monotonic() - self._paused_at >= PAUSE_MAX_S:
+            self._paused_at = None
+
+    @property
+    def paused(self) -> bool:
+        return self._paused_at is not None
 
     def warm(self) -> None:
         """Start the next worker now (it imports the engine and waits), unless one is waiting already."""
@@ -65,13 +98,11 @@ class EngineProcess:
             if self._log is not None:
                 self._log.close()
             self._log = path.open("ab")
-        niceness = self.niceness
         return subprocess.Popen(
-            [sys.executable, "-m", "wizard.engine.worker"],
+            [sys.executable, "-m", "wizard.engine.worker", "--nice", str(self.niceness)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._log,
-            preexec_fn=(lambda: os.nice(niceness)) if niceness else None,  # noqa: PLW1509 - only os.nice, no locks
         )
 
     async def run(
@@ -101,10 +132,12 @@ class EngineProcess:
         )
         reader.start()
         _write(process, request)
+        self._working = process
         answering = asyncio.create_task(_answer(process, questions, ask))
         try:
             message = await asyncio.shield(outcome)
         except asyncio.CancelledError:
+            self.resume()
             _write(process, {"stop": "quit"})
             try:
                 await asyncio.wait_for(asyncio.shield(outcome), STOP_WAIT_S)
@@ -112,6 +145,8 @@ class EngineProcess:
                 process.kill()
             raise
         finally:
+            self.resume()
+            self._working = None
             answering.cancel()
             await asyncio.to_thread(_reap, process)
         self.peak_mib = max(self.peak_mib, float(message.get("peak_mib") or 0.0))
