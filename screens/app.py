@@ -60,6 +60,7 @@ REDRAW_INTERVAL_S = 0.3
 KEY_FIRST_S = 0.25  # the longest a key's frame holds back the hosts' news (events wait in their queue meanwhile)
 HEAP_TIDY_S = 5.0
 HEAP_FREEZE_S = 1.0
+HEAP_QUIET_S = 2.0
 HEAP_TIDY_HOSTS = 200
 
 
@@ -105,6 +106,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         self._facts_hosts: set[str] | None = None  # facts that may have changed since the last refresh; None: any
         self._facts_seen = -1
         self._tidied_at = 0.0
+        self._last_key = 0.0
+        self._release_due = False  # host work ended: its heap is released at the next quiet moment
         engine.bus.subscribe(self.receive_event)
         self._load_saved()
 
@@ -150,6 +153,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):
+            self._last_key = time.monotonic()
         if isinstance(event, events.Key) and self.busy is not None:
             # Host work is running on the engine's thread: it steps aside until the key's effect is drawn (two
             # refreshes: the first may be one already due), so the key does not share the interpreter with it.
@@ -268,9 +273,12 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
 
         With the work on the engine thread (the demo), nothing is frozen while it runs: the engine's objects alive
         now (SSH channels, a command's output) are garbage a moment later, and frozen there they raised the peak."""
+        now = time.monotonic()
+        if self._release_due and not self.busy and now - self._last_key >= HEAP_QUIET_S:
+            self.release_heap()
+            return
         if len(self.progress.hosts) < HEAP_TIDY_HOSTS:
             return
-        now = time.monotonic()
         if self.busy:
             if self.engine.worker_process:
                 gc.freeze()
@@ -279,11 +287,21 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
             gc.collect()
             gc.freeze()
 
+    def heap_after_work(self) -> None:
+        """Host work ended. With few hosts the heap is released now; with hundreds, a full collection takes a frozen
+        half second (643 ms after a 1,000-host discovery, bench/tui_real.py), so it waits for a moment without keys
+        (HEAP_QUIET_S): the operator never types into it."""
+        if len(self.progress.hosts) < HEAP_TIDY_HOSTS:
+            self.release_heap()
+        else:
+            self._release_due = True
+
     def release_heap(self) -> None:
         """After host work: what the run left behind (closed SSH connections and channels, exceptions and their
         frames: cycles only the collector frees) was frozen by ``tidy_heap`` while it was alive, and frozen objects
         are never collected. Unfreezing and collecting once, when the work is over, frees them (measured on the
         namespace lab: without it every host's connection stayed for good); freed memory goes back to the system."""
+        self._release_due = False
         gc.unfreeze()
         gc.collect()
         gc.freeze()

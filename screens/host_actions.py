@@ -121,7 +121,7 @@ class HostActions(_Base):
             self._dirty = True
             self._redrawn_at = 0.0  # the outcome is drawn on the next tick, not throttled
             self._show_busy()
-            self.release_heap()
+            self.heap_after_work()
             if action in ("apply", "verify") and self.main is not None and self.main.page == stage:
                 self.main.show_tab("checks")
 
