@@ -59,7 +59,7 @@ FLUSH_INTERVAL_S = 0.1
 REDRAW_INTERVAL_S = 0.3
 KEY_FIRST_S = 0.25  # the longest a key's frame holds back the hosts' news (events wait in their queue meanwhile)
 HEAP_TIDY_S = 5.0
-HEAP_FREEZE_S = 1.0
+HEAP_CHECK_S = 1.0
 HEAP_QUIET_S = 2.0
 HEAP_TIDY_HOSTS = 200
 
@@ -174,7 +174,7 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         gc.freeze()  # the app's start-up objects live as long as it does; collections need not walk them
         self._show_busy()
         self.set_interval(FLUSH_INTERVAL_S, self.flush)
-        self.set_interval(HEAP_FREEZE_S, self.tidy_heap)
+        self.set_interval(HEAP_CHECK_S, self.tidy_heap)
         self.push_screen(StartScreen(), self._started)
         if self.engine.worker_process:  # the first action's engine process starts importing while the operator reads
             self.set_timer(1.0, self.engine_process.warm)
@@ -266,8 +266,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         freezing the survivors keeps every later collection to what was made since (tens of ms).
 
         While hosts are worked on in an engine process, this process holds only the screen's objects: the rows,
-        lines and events it keeps. They are frozen as they come (every HEAP_FREEZE_S, no collection), so Python's
-        own full collections walk only the last second's objects. A 1,000-host discovery had 23 of them, up to
+        lines and events it keeps. They are frozen as they come (at every tick of ``flush``, no collection), so
+        Python's own full collections walk only the last tick's objects. A 1,000-host discovery had 23 of them, up to
         434 ms each, 4.7 s in all (bench/tui_real.py `disc_gc`). The cyclic garbage frozen meanwhile is freed by
         ``release_heap`` when the work is over.
 
@@ -280,9 +280,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
         if len(self.progress.hosts) < HEAP_TIDY_HOSTS:
             return
         if self.busy:
-            if self.engine.worker_process:
-                gc.freeze()
-        elif now - self._tidied_at >= HEAP_TIDY_S:
+            return  # with an engine process, ``flush`` freezes at every tick
+        if now - self._tidied_at >= HEAP_TIDY_S:
             self._tidied_at = now
             gc.collect()
             gc.freeze()
@@ -310,6 +309,8 @@ class WizardApp(HostActions, AnswersEditing, App[int]):
     def flush(self) -> None:
         """Every tick: apply new events, hand new log lines to the shown pane and redraw what changed, once."""
         self.engine_process.resume_if_overdue()  # a key whose frame never came: host work goes on
+        if self.busy and self.engine.worker_process and len(self.progress.hosts) >= HEAP_TIDY_HOSTS:
+            gc.freeze()  # see tidy_heap: every tick, so a full collection walks a tenth of a second's objects
         if self.engine_thread.key_pending.is_set() and time.monotonic() - self._key_at < KEY_FIRST_S:
             return  # a key is being handled: its frame goes first, the hosts' news waits a tick or two
         self.apply_events()

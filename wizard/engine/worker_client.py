@@ -59,6 +59,10 @@ class EngineProcess:
         """The largest peak memory a worker reported (each reports its own with its outcome)."""
         self._working: subprocess.Popen[bytes] | None = None
         self._paused_at: float | None = None
+        self._reading = threading.Event()
+        """Cleared while the screen handles a key: the reading thread decodes nothing meanwhile (what the engine
+        sent before its pause would otherwise take the interpreter in turns with the key's frame)."""
+        self._reading.set()
 
     def pause(self) -> None:
         """Ask the working engine process to stand still while the screen handles a key, so the key's frame has the
@@ -69,11 +73,13 @@ class EngineProcess:
         if process is None or self._paused_at is not None:
             return
         self._paused_at = time.monotonic()
+        self._reading.clear()
         _write(process, {"pause": PAUSE_MAX_S})
 
     def resume(self) -> None:
         process, was = self._working, self._paused_at
         self._paused_at = None
+        self._reading.set()
         if process is not None and was is not None:
             _write(process, {"resume": True})
 
@@ -81,6 +87,7 @@ class EngineProcess:
         """Forget a pause the engine has ended by itself (it never waits longer than PAUSE_MAX_S)."""
         if self._paused_at is not None and time.monotonic() - self._paused_at >= PAUSE_MAX_S:
             self._paused_at = None
+            self._reading.set()
 
     @property
     def paused(self) -> bool:
@@ -126,7 +133,7 @@ class EngineProcess:
         questions: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         reader = threading.Thread(
             target=_read,
-            args=(process, loop, outcome, questions, on_event, on_report),
+            args=(process, loop, outcome, questions, on_event, on_report, self._reading),
             name="roce-wizard-worker-reader",
             daemon=True,
         )
@@ -211,11 +218,14 @@ def _read(
     questions: asyncio.Queue[dict[str, Any]],
     on_event: Callable[[Event], None],
     on_report: Callable[[ConnectionReport], None],
+    reading: threading.Event,
 ) -> None:
-    """The reading thread: events and reports go straight to their sinks; a question and the outcome to the loop."""
+    """The reading thread: events and reports go straight to their sinks; a question and the outcome to the loop.
+    While the screen handles a key it waits (never longer than PAUSE_MAX_S at a time)."""
     assert process.stdout is not None
     last: dict[str, Any] | None = None
     for raw in process.stdout:
+        reading.wait(PAUSE_MAX_S)
         try:
             message = json.loads(raw)
         except ValueError:
