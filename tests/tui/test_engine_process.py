@@ -114,3 +114,17 @@ def test_output_cut_on_the_way_folds_in_the_pane_exactly_as_every_line_would() -
     assert all(len(m.get("lines", [])) <= SHOWN for m in sent)
     assert sent[1]["more"] == 1600 - SHOWN and sent[3]["more"] == 30002 - SHOWN
     assert fold([event_from_message(m) for m in sent]) == fold(events)
+
+
+async def test_the_sudo_password_reaches_the_worker_on_its_input_and_no_file(tmp_path: Path) -> None:
+    password = "rw-tui-" + "Zq7" * 8
+    state = tmp_path / "state"
+    app = WizardApp(EngineLink(state, demo=True, engine="process", faults=["server1:sudo_password"]))
+    app.engine.password = password  # what the dialog (or $ROCE_WIZARD_SUDO_PASSWORD) gives the wizard
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("n", "n")
+        await apply_stage(pilot, app)
+        # server1's sudo asked for it (sudo -S): discovery there needed it to travel to the worker.
+        assert app.progress.cell("discovery", "server1").status == "done", app.progress.failures()
+    leaked = [str(p) for p in state.rglob("*") if p.is_file() and password.encode() in p.read_bytes()]
+    assert [p for p in leaked if "/lab/" not in p] == [], "the password reached a file the wizard wrote"
