@@ -67,13 +67,7 @@ class DiscoveryPage(Vertical):
         source = (progress.revision, id(progress), wizard.facts_epoch)
         if self._cache is not None and self._cache[0] == source:
             return self._cache[1]
-        revision = progress.host_revision
-        entries = self._rows.entries(
-            (id(progress), progress.epoch, id(index), index.epoch),
-            progress.hosts,
-            lambda host: (revision.get(host), index.stamp(host)),
-            lambda host: self._entry(host, progress, index),
-        )
+        entries = self._rows.for_hosts(progress, index, lambda host: self._entry(host, progress, index))
         self._cache = (source, entries)
         return entries
 

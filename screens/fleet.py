@@ -221,6 +221,17 @@ class RowCache:
             out[host] = entry
         return out
 
+    def for_hosts(self, progress: Progress, index: Any, build: Callable[[str], Entry]) -> dict[str, Entry]:
+        """The rows of a page that lists ``progress.hosts`` from their progress and their discovery facts (``index``:
+        the app's FactsIndex): a host's row is rebuilt when either moved."""
+        revision = progress.host_revision
+        return self.entries(
+            (id(progress), progress.epoch, id(index), index.epoch),
+            progress.hosts,
+            lambda host: (revision.get(host), index.stamp(host)),
+            build,
+        )
+
 
 def filtered_rows(
     entries: dict[str, Entry],

@@ -75,13 +75,7 @@ class SummaryPage(Vertical):
         index = wizard.facts_index()
         if self._rows is None:
             self._rows = RowCache()
-        revision = progress.host_revision
-        entries = self._rows.entries(
-            (id(progress), progress.epoch, id(index), index.epoch),
-            progress.hosts,
-            lambda host: (revision.get(host), index.stamp(host)),
-            lambda host: self._entry(host, progress, index),
-        )
+        entries = self._rows.for_hosts(progress, index, lambda host: self._entry(host, progress, index))
         self._cache = (source, entries)
         return entries
 

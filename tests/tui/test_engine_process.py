@@ -13,7 +13,7 @@ from screens.app import WizardApp
 from screens.dialogs import ConfirmPlan
 from screens.engine_link import EngineLink
 from screens.log_buffer import LogBuffers
-from tests.tui.conftest import apply_stage, quit_mid_work, settle
+from tests.tui.conftest import apply_stage, quit_mid_work, settle, until
 from wizard.engine.events import Event
 from wizard.engine.state import StateStore
 from wizard.engine.worker_events import SHOWN, OutputCoalescer, event_from_message
@@ -54,11 +54,7 @@ async def test_the_connection_test_discovery_a_confirmed_stage_a_plan_and_a_quit
         assert sorted(plans) == ["server1", "server2"] and plans["server1"].changes
         # Quitting while the worker waits for a confirmation stops it as SIGTERM stops headless mode.
         await pilot.press("a")
-        for _ in range(400):
-            await pilot.pause(0.05)
-            if isinstance(app.screen, ConfirmPlan):
-                break
-        assert isinstance(app.screen, ConfirmPlan)
+        await until(pilot, lambda: isinstance(app.screen, ConfirmPlan), "the network stage's confirmation", 20)
         await quit_mid_work(pilot, app)
     assert app.return_code == 1
     assert app.engine_process.runs == 5, "test, discovery, ofed, the plan and network: each in a worker"
