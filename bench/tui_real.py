@@ -49,13 +49,13 @@ if __package__ in (None, ""):  # run as a script: bench/ is on the path, not the
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import yaml
-from textual.command import CommandPalette
 from textual.widgets import Input
 
 from bench.tui_common import KeyTimer, command_line, drawn, latency_figures, moved, rss_mib
 from screens.app import WizardApp
 from screens.engine_link import ANSWERS_FILE, EngineLink
 from screens.fleet import stage_counts, stage_progress_line
+from screens.host_finder import HostFinder
 from screens.vtable import VirtualTable
 from tests.nslab.lab import NsLab, missing_requirements
 from wizard.engine.events import HOST_READ, Event
@@ -138,16 +138,15 @@ class Operator:
 
     async def finder(self, name: str) -> None:
         app = self.app
-        await self.timer.press(self._label("finder"), "h", lambda: palette_input(app) is not None)
-        await asyncio.sleep(0.2)  # the palette lists its first hits before a user types
-        if palette_input(app) is not None:
+        await self.timer.press(self._label("finder"), "h", lambda: finder_input(app) is not None)
+        if finder_input(app) is not None:
             for ch in name:
                 await self.timer.press(self._label("finder"), ch, typed(app, ch))
-            await self.timer.press(self._label("finder"), "enter", lambda: not isinstance(app.screen, CommandPalette))
-        for _ in range(3):  # a key that never took effect left the palette open: leave it as a user would
-            if not isinstance(app.screen, CommandPalette):
+            await self.timer.press(self._label("finder"), "enter", lambda: finder_input(app) is None)
+        for _ in range(3):  # a key that never took effect left the finder open: leave it as a user would
+            if finder_input(app) is None:
                 break
-            await self.timer.press(self._label("finder"), "escape", lambda: not isinstance(app.screen, CommandPalette))
+            await self.timer.press(self._label("finder"), "escape", lambda: finder_input(app) is None)
         await asyncio.sleep(0.05)
 
     async def filter(self, text: str) -> None:
@@ -187,20 +186,19 @@ class Operator:
         await self.page_change()
 
 
-def palette_input(app: WizardApp) -> Input | None:
-    """The host finder's input, once the palette is composed."""
-    screen = app.screen
-    if not isinstance(screen, CommandPalette):
+def finder_input(app: WizardApp) -> Input | None:
+    """The host finder's input, while the finder is open."""
+    if app.main is None or not app.main.is_mounted:
         return None
-    found = screen.query(Input)
-    return found.first() if found else None
+    finder = app.main.query_one(HostFinder)
+    return finder.query_one(Input) if finder.is_open else None
 
 
 def typed(app: WizardApp, ch: str) -> Callable[[], bool]:
     """Done when the finder's input holds the character just typed."""
 
     def done() -> bool:
-        field = palette_input(app)
+        field = finder_input(app)
         return field is not None and field.value.endswith(ch)
 
     return done

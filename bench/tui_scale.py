@@ -29,7 +29,6 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: bench/ is on the path, not the repository root
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from textual.command import CommandPalette
 from textual.widgets import Input
 
 from bench.tui_common import KeyTimer, command_line, drawn, moved
@@ -37,6 +36,7 @@ from bench.tui_common import ms as _ms
 from bench.tui_common import p95 as _p95
 from screens.app import WizardApp
 from screens.fleet import stage_progress_line
+from screens.host_finder import HostFinder
 from screens.log_panel import LogPanel
 from screens.vtable import VirtualTable
 from tests.tui.fleet_fakes import make_fleet_app, send_discovery, send_network
@@ -111,14 +111,14 @@ async def exercise(app: WizardApp, timer: KeyTimer) -> None:
     await keys("summary", summary, ["f", "f", "g", "g"])
     await type_filter("summary", summary, "gpu-05")
 
+    finder = main.query_one(HostFinder)
     for _ in range(5):
-        await timer.press("host picker", "h", lambda: isinstance(app.screen, CommandPalette))
-        await asyncio.sleep(0.2)
+        await timer.press("host picker", "h", lambda: finder.is_open)
         typed = ""
         for ch in "0500":
             typed += ch
-            await timer.press("host picker", ch, lambda typed=typed: app.screen.query_one(Input).value == typed)
-        await timer.press("host picker", "escape", lambda: not isinstance(app.screen, CommandPalette))
+            await timer.press("host picker", ch, lambda typed=typed: finder.query_one(Input).value == typed)
+        await timer.press("host picker", "escape", lambda: not finder.is_open)
 
 
 async def bench(hosts: int, rate: float, size: tuple[int, int]) -> dict[str, object]:

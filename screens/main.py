@@ -16,6 +16,7 @@ from textual.widgets import ContentSwitcher, Header, Input, Label
 from screens.discovery_page import DiscoveryPage
 from screens.filter_bar import FilterBar
 from screens.footer import KeyFooter
+from screens.host_finder import HostFinder
 from screens.hosts_page import HostsPage
 from screens.log_panel import LogPanel
 from screens.sidebar import Sidebar
@@ -30,6 +31,8 @@ STAGE_ACTIONS = ("apply", "verify", "plan", "skip")
 
 class MainScreen(Screen[None]):
     """Navigation (next/back/jump) and the keys that act on the page shown."""
+
+    DEFAULT_CSS = "MainScreen { layers: default finder; }"
 
     BINDINGS = [
         Binding("n", "go(1)", "Next"),
@@ -76,6 +79,7 @@ class MainScreen(Screen[None]):
             with ContentSwitcher(id="pages"):
                 yield self._make_page(self.page)
         yield KeyFooter()
+        yield HostFinder(id="finder")
 
     def _make_page(self, page: str) -> Widget:
         """Pages are built on first visit: building all of them up front took seconds on a busy machine."""
@@ -212,9 +216,7 @@ class MainScreen(Screen[None]):
 
     def action_find_host(self) -> None:
         """Search the hosts by name (substring or fuzzy) and show the chosen one on this page."""
-        from screens.palette import host_finder
-
-        self.app.push_screen(host_finder())
+        self.query_one(HostFinder).open()
 
     def pick_host(self, host: str) -> None:
         page = self.current()

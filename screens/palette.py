@@ -1,5 +1,5 @@
-"""Command palette entries: jump to any page, save answers, open a host's full log, extra tools; and the host finder
-(h): a palette over the host names alone."""
+"""Command palette entries: jump to any page, save answers, open a host's full log, extra tools (the host finder, h,
+is screens/host_finder.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import importlib.util
 from functools import partial
 from typing import TYPE_CHECKING
 
-from rich.text import Text
-from textual.command import CommandPalette, DiscoveryHit, Hit, Hits, Provider
+from textual.command import Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from screens.app import WizardApp
@@ -40,72 +39,3 @@ class WizardCommands(Provider):
             score = matcher.match(name)
             if score > 0:
                 yield Hit(score, matcher.highlight(name), callback, help=help_text)  # type: ignore[arg-type]
-
-
-MAX_HITS = 60
-"""Hits listed by the host finder: with 1,000 hosts, typing narrows faster than scrolling a long list."""
-
-
-def find_hosts(hosts: list[str], query: str, limit: int = MAX_HITS) -> list[tuple[float, str, int]]:
-    """(score, host, where the query starts) for hosts containing the query, best first: a whole name, then names
-    starting with it, then the earliest match; ties keep the host order."""
-    q = query.strip().lower()
-    found = []
-    for order, host in enumerate(hosts):
-        at = host.lower().find(q)
-        if at >= 0:
-            score = 1.0 if len(q) == len(host) else 0.9 if at == 0 else 0.8 - min(at, 40) / 100
-            found.append((score, order, host, at))
-    found.sort(key=lambda item: (-item[0], item[1]))
-    return [(score, host, at) for score, _, host, at in found[:limit]]
-
-
-class HostFinder(Provider):
-    """Substring matches over the host names (fuzzy when nothing contains the query); picking one shows that host
-    on the page shown (hosts table row, discovery facts, a stage's log, plan and checks, the summary row)."""
-
-    def _hosts(self) -> list[str]:
-        app: WizardApp = self.app  # type: ignore[assignment]
-        return app.engine.host_names
-
-    def _about(self, host: str) -> str:
-        """The help line of a hit: the host's leaf and the stages it failed."""
-        app: WizardApp = self.app  # type: ignore[assignment]
-        progress = app.progress
-        failed = [s for s in progress.stages if progress.cell(s, host).failed]
-        leaf = app.facts_index().leaf(host)
-        words = [f"leaf {leaf}"] if leaf else []
-        words.append(f"failed: {', '.join(failed)}" if failed else "nothing failed")
-        return " · ".join(words)
-
-    def _pick(self, host: str) -> None:
-        app: WizardApp = self.app  # type: ignore[assignment]
-        if app.main is not None:
-            app.main.pick_host(host)
-
-    async def discover(self) -> Hits:
-        for host in self._hosts()[:MAX_HITS]:
-            yield DiscoveryHit(host, partial(self._pick, host), help=self._about(host))
-
-    async def search(self, query: str) -> Hits:
-        hosts = self._hosts()
-        found = find_hosts(hosts, query)
-        for score, host, at in found:
-            text = Text(host)
-            text.stylize("bold reverse", at, at + len(query.strip()))
-            yield Hit(score, text, partial(self._pick, host), help=self._about(host))
-        if found:
-            return
-        matcher = self.matcher(query)
-        hits = 0
-        for host in hosts:
-            score = matcher.match(host)
-            if score > 0:
-                yield Hit(score * 0.5, matcher.highlight(host), partial(self._pick, host), help=self._about(host))
-                hits += 1
-                if hits >= MAX_HITS:
-                    return
-
-
-def host_finder() -> CommandPalette:
-    return CommandPalette(providers=[HostFinder], placeholder="Find a host: type part of its name…")

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.command import CommandPalette
-from textual.widgets import Label, Static
+from textual.widgets import Input, Label, OptionList, Static
 
 from screens.app import WizardApp
+from screens.host_finder import SHOWN, HostFinder
 from screens.vtable import VirtualTable
 from tests.tui.fleet_fakes import make_fleet_app, send_discovery, send_network
 
@@ -122,17 +122,46 @@ async def test_the_host_finder_searches_1_of_256_names_and_shows_that_host(tmp_p
         await _fleet(pilot, app, "discovery")
         await pilot.press("h")
         await pilot.pause()
-        assert isinstance(app.screen, CommandPalette)
+        finder = app.main.query_one(HostFinder)
+        assert finder.is_open and app.focused is finder.query_one(Input)
+        assert finder.query_one(OptionList).option_count == SHOWN  # the first hosts, before anything is typed
         await pilot.press(*"0200")
-        for _ in range(40):
-            await pilot.pause(0.05)
-            if app.screen.query_one("CommandList").option_count == 1:
-                break
+        await pilot.pause()
+        assert finder.query_one(OptionList).option_count == 1
+        assert _text(finder.query_one("#finder-count", Label)).startswith("1 of 256 hosts ·")
         await pilot.press("enter")
         await pilot.pause(0.2)
+        assert not finder.is_open
         page = app.main.current()
         assert page.host == "gpu-0200"
         assert "gpu-0200" in _text(page.query_one("#disc-host-facts", Static))
+
+
+async def test_the_host_finder_moves_with_arrows_falls_back_to_fuzzy_and_escape_gives_focus_back(
+    tmp_path: Path,
+) -> None:
+    app = _app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        page = await _fleet(pilot, app, "discovery")
+        table = page.query_one("#disc-hosts", VirtualTable)
+        table.focus()
+        await pilot.press("h", *"gpu-010")
+        await pilot.pause()
+        finder = app.main.query_one(HostFinder)
+        hits = finder.query_one(OptionList)
+        assert hits.option_count == 10  # gpu-0100..gpu-0109
+        assert _text(finder.query_one("#finder-count", Label)).startswith("10 of 256 hosts ·")
+        await pilot.press("down", "down", "up", "down")
+        assert hits.highlighted == 2
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not finder.is_open and app.focused is table  # nothing picked, the table has its keys again
+        await pilot.press("h", *"g0255")  # no name contains it: names holding its letters in order
+        await pilot.pause()
+        assert hits.option_count >= 1 and "gpu-0255" in str(hits.get_option_at_index(0).prompt)
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert page.host == "gpu-0255"
 
 
 async def test_a_plan_shared_by_254_hosts_is_shown_once_with_their_names_compressed(tmp_path: Path) -> None:

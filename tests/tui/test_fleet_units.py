@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from screens.fleet import HostFilter, PlanGrouper, compress_hosts, stage_progress_line
+from screens.host_finder import SHOWN, find_hosts
 from screens.log_buffer import LogBuffers
-from screens.palette import find_hosts
 from screens.progress import Progress
 from tests.tui.fleet_fakes import network_plan
 from wizard.engine.events import Event
@@ -75,7 +75,8 @@ def test_host_finder_ranks_whole_names_then_prefixes_then_earliest_matches() -> 
     hosts = ["gpu-0200", "gpu-1200", "gpu-0020", "x-gpu-0200", "gpu-02001"]
     assert [h for _, h, _ in find_hosts(hosts, "gpu-0200")] == ["gpu-0200", "gpu-02001", "x-gpu-0200"]
     assert [h for _, h, _ in find_hosts(hosts, "200")] == ["gpu-0200", "gpu-1200", "gpu-02001", "x-gpu-0200"]
-    assert len(find_hosts([f"gpu-{i:04d}" for i in range(1000)], "gpu")) == 60
+    assert len(find_hosts([f"gpu-{i:04d}" for i in range(1000)], "gpu")) == SHOWN
+    assert len(find_hosts([f"gpu-{i:04d}" for i in range(1000)], "gpu", limit=None)) == 1000
 
 
 def test_log_buffers_keep_fewer_lines_per_host_on_a_big_fleet() -> None:
