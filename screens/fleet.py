@@ -242,7 +242,7 @@ def filtered_rows(
 ) -> tuple[list[list[Any]], list[str | None], set[int], int]:
     """(rows, row keys, indexes of leaf header rows, hosts shown): the entries the filter lets through, in order, or
     grouped by leaf under a header row each (``header(leaf, hosts, failed)``; its key is None)."""
-    shown = [h for h, e in entries.items() if flt.matches(e.haystack, e.failed)]
+    shown = [h for h, e in entries.items() if flt.matches(e.haystack, e.failed)] if flt.active else list(entries)
     if not grouped:
         return [entries[h].row for h in shown], list(shown), set(), len(shown)
     rows: list[list[Any]] = []

@@ -79,6 +79,10 @@ class Progress:
         """Per host, the revision of the last change that concerned it: a page rebuilds only those hosts' rows."""
         self.epoch = 0
         """Bumped when every host's row may have changed (hosts replaced, saved progress loaded, a stage started)."""
+        self.stage_revision: dict[str, int] = {}
+        """Per stage, the revision of its last change: the sidebar asks every stage's status at every redraw, a
+        walk over every host each (9 stages x 1,000 hosts: 11 ms of a 28 ms redraw), for stages that did not move."""
+        self._status_cache: dict[str, tuple[tuple[int, int, int], str]] = {}
 
     def cell(self, stage: str, host: str) -> Cell:
         found = self.cells.get((stage, host))  # no throwaway Cell per lookup: pages look up 7,000 per redraw
@@ -112,6 +116,8 @@ class Progress:
         self.revision += 1
         if host:
             self.host_revision[host] = self.revision
+        if stage:
+            self.stage_revision[stage] = self.revision
         if event.kind == "host_simulated" and host:
             self.simulated_hosts.add(host)
             return None
@@ -151,6 +157,15 @@ class Progress:
 
     def stage_status(self, stage: str) -> str:
         """One word for a stage across hosts: failed beats running beats waiting beats pending."""
+        key = (self.stage_revision.get(stage, 0), self.epoch, len(self.hosts))
+        cached = self._status_cache.get(stage)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        status = self._stage_status(stage)
+        self._status_cache[stage] = (key, status)
+        return status
+
+    def _stage_status(self, stage: str) -> str:
         if not self.hosts:
             return "pending"
         seen: set[str] = set()
