@@ -19,6 +19,8 @@ from textual.widget import Widget
 from textual.widgets import Input, Label, OptionList
 from textual.widgets.option_list import Option
 
+from screens.vtable import update_if_changed
+
 if TYPE_CHECKING:
     from screens.app import WizardApp
 
@@ -75,7 +77,7 @@ class HostFinder(Vertical):
     }}
     HostFinder > #finder-input {{ border: none; height: 1; padding: 0; background: $boost; }}
     HostFinder > #finder-hits {{ border: none; height: auto; max-height: {SHOWN}; padding: 0; }}
-    HostFinder > #finder-count {{ color: $text-muted; }}
+    HostFinder > #finder-count {{ color: $text-muted; width: 100%; height: 1; }}
     """
 
     BINDINGS = [
@@ -168,7 +170,8 @@ class HostFinder(Vertical):
         more = len(found) - len(shown)
         count = f"{len(found)} of {len(hosts)} hosts" + (", keep typing to narrow" if more > 0 else "")
         keys = " · ↑↓ move · Enter show · Esc close"
-        self.query_one("#finder-count", Label).update((count if found else "no host matches") + keys)
+        # A fixed-size label updated without a layout: each key repaints the box alone (update_if_changed).
+        update_if_changed(self.query_one("#finder-count", Label), (count if found else "no host matches") + keys)
 
     def _line(self, host: str, name: Text) -> Text:
         """A hit: the name (match marked), the stages it failed (first: what the operator is usually after), then its
