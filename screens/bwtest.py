@@ -15,6 +15,7 @@ from textual.widgets import DataTable, Header, Label, Static, TabbedContent, Tab
 
 from screens.bw_progress import BwProgress
 from screens.bw_results import NCCL_OFF, cross_text, verdict_text
+from screens.fleet_view import FleetView
 from screens.footer import KeyFooter
 from screens.heatmap import HeatMap
 from screens.incast_view import IncastView
@@ -57,8 +58,22 @@ def open_bandwidth_page(app: Any) -> None:
         screen.session = session
         return dict(session.executors)
 
-    screen = BandwidthScreen(engine.answers, connect, simulated=engine.demo, state_dir=engine.state_dir)
+    answers = engine.answers
+    screen = BandwidthScreen(answers, connect, simulated=engine.demo, state_dir=engine.state_dir,
+                             options=fleet_options(answers))  # fmt: skip
     app.push_screen(screen)
+
+
+FLEET_HOSTS = 16  # more hosts than this: the page runs bwtest --quick (all pairs at 1,000 hosts is 999 rounds)
+
+
+def fleet_options(answers: Any) -> Any:
+    """Above FLEET_HOSTS hosts: the quick fleet schedule, suspects and coverage, no sweeps, latency or NCCL."""
+    if len(getattr(answers, "hosts", None) or []) <= FLEET_HOSTS:
+        return None
+    from wizard.validate.run import Options
+
+    return Options(quick=True, sweep=False, latency=False, nccl=False)
 
 
 class BandwidthScreen(Screen):
@@ -77,6 +92,7 @@ class BandwidthScreen(Screen):
         Binding("s", "tab('tab-sweeps')", "Sweeps", show=False),
         Binding("i", "tab('tab-incast')", "Incast", show=False),
         Binding("t", "tab('tab-results')", "Results", show=False),
+        Binding("f", "tab('tab-fleet')", "Fleet", show=False),
     ]
     DEFAULT_CSS = """
     BandwidthScreen #bw-page { width: 1fr; height: 100%; padding: 0 1; }
@@ -114,6 +130,7 @@ class BandwidthScreen(Screen):
         self._cross: dict[tuple[str, str], dict[tuple[int, int], tuple[float | None, float | None]]] = {}
         self._follow = True  # the page follows the run's phases until the operator picks a tab
         self._nccl_seen = False
+        self.fleet = bool(options is not None and getattr(options, "quick", False))
 
     def _wizard(self) -> Any:
         """The wizard's app when this page runs in it (it has pages and progress), else None."""
@@ -131,7 +148,9 @@ class BandwidthScreen(Screen):
             with Vertical(id="bw-page"):
                 yield Static(self._tag() + self._starting(), id="bw-phase")
                 yield Static("", id="bw-progress")
-                with TabbedContent(initial="tab-sweeps", id="bw-tabs"):
+                with TabbedContent(initial="tab-fleet" if self.fleet else "tab-sweeps", id="bw-tabs"):
+                    with TabPane("Fleet", id="tab-fleet"):
+                        yield FleetView()
                     with TabPane("Matrix", id="tab-matrix"), VerticalScroll(id="bw-matrix"):
                         yield HeatMap(self._hosts, id="bw-heat")
                         yield Static("", id="bw-cross")
@@ -158,6 +177,8 @@ class BandwidthScreen(Screen):
             reports = getattr(wizard, "conn_reports", {})
             sidebar.show(wizard.progress, wizard.titles(), all(r.ok for r in reports.values()) if reports else None)
             sidebar.select_page("summary")  # the bandwidth test is the summary's `B`
+        tabs = self.query_one("#bw-tabs", TabbedContent)
+        tabs.hide_tab("tab-matrix" if self.fleet else "tab-fleet")  # a fleet: the Fleet tab, not a host x host map
         table = self.query_one("#bw-table", DataTable)
         table.add_columns("rail", "mode", "client -> server", "Gb/s", "line", "share", "status")
         self._show_progress()
@@ -244,7 +265,7 @@ class BandwidthScreen(Screen):
         if kind == "phase":
             progress.phase(data.get("name", ""))
             self._phase(self._phase_text(data))
-            if data.get("name") in PHASE_TAB:
+            if data.get("name") in PHASE_TAB and not self.fleet:
                 self._show_tab(PHASE_TAB[data["name"]])
         elif kind == "lint":
             bad = sum(i.status != "pass" for i in data["items"])
@@ -254,7 +275,7 @@ class BandwidthScreen(Screen):
         elif kind == "estimate" and data.get("phase", "together") == "together":
             heat.estimate(data.get("rounds", 0), data.get("pairs", 0))
             progress.estimate(data.get("pairs", 0), data.get("seconds", 0.0))
-        elif kind == "rail_start":
+        elif kind == "rail_start" and not self.fleet:  # a fleet's Fleet tab replaces the host x host map
             heat.add_hosts(data.get("pair") or ())
             if data["mode"] in SWEPT:
                 a, b = data["pair"]
@@ -267,7 +288,8 @@ class BandwidthScreen(Screen):
         elif kind == "rail":
             self._rail_done(data["result"])
         elif kind == "cell":
-            heat.add(data["cell"])
+            if not self.fleet:
+                heat.add(data["cell"])
             progress.finished("together")
         elif kind == "incast":
             self.query_one(IncastView).add(data["round"])
@@ -298,7 +320,7 @@ class BandwidthScreen(Screen):
         self.query_one("#bw-progress", Static).update(self.progress.line())
 
     def _rail_done(self, x: RailResult) -> None:
-        if x.mode == "together":
+        if x.mode == "together" and not self.fleet:
             self.query_one(HeatMap).expect(x.server.host, x.client.host, x.rail, x.expected_gbps)
         elif x.mode == "cross":
             self._cross_done(x)
@@ -330,20 +352,25 @@ class BandwidthScreen(Screen):
 
     def _done(self, report: Report) -> None:
         self.report = report
-        heat = self.query_one(HeatMap)
-        heat.add_hosts(report.hosts)
-        for cell in report.matrix:  # a run that sent no cell events still fills the map
-            if frozenset((cell.a, cell.b)) not in heat.cells:
-                heat.add(cell)
+        if not self.fleet:
+            heat = self.query_one(HeatMap)
+            heat.add_hosts(report.hosts)
+            for cell in report.matrix:  # a run that sent no cell events still fills the map
+                if frozenset((cell.a, cell.b)) not in heat.cells:
+                    heat.add(cell)
+        if report.fleet is not None:
+            self.query_one(FleetView).show(report)
         if not self._nccl_seen:  # NCCL was not asked for: its chart and row stay away, one line says so
             self.query_one(SweepsView).nccl_not_run(report.nccl.reason or NCCL_OFF)
         self.query_one("#bw-verdict", Static).update(verdict_text(report, nccl_seen=self._nccl_seen))
         # What did not run is not offered: no Incast tab without incast rounds, no Sweeps tab without a sweep.
         tabs = self.query_one("#bw-tabs", TabbedContent)
-        shown = {"tab-incast": bool(report.incast), "tab-sweeps": bool(report.rails or report.nccl.busbw)}
+        shown = {"tab-incast": bool(report.incast), "tab-sweeps": bool(report.rails or report.nccl.busbw),
+                 "tab-fleet": report.fleet is not None, "tab-matrix": not self.fleet}  # fmt: skip
         for tab, ran in shown.items():
             (tabs.show_tab if ran else tabs.hide_tab)(tab)
-        keys = ["m matrix", *(["s sweeps"] if shown["tab-sweeps"] else []),
+        keys = [*(["f fleet"] if shown["tab-fleet"] else []), *(["m matrix"] if shown["tab-matrix"] else []),
+                *(["s sweeps"] if shown["tab-sweeps"] else []),
                 *(["i incast"] if shown["tab-incast"] else []), "t results"]  # fmt: skip
         self._phase(f"done: {report.verdict.upper()} ({', '.join(keys)})")
-        self._show_tab("tab-results")
+        self._show_tab("tab-fleet" if report.fleet is not None else "tab-results")

@@ -35,6 +35,7 @@ from wizard.answers.sections import (
     SafeApplySection,
 )
 from wizard.answers.switches import SwitchesSection
+from wizard.answers.validation import ValidationSection
 from wizard.answers.validators import HostAddress, Hostname, TcpPort
 from wizard.errors import AnswersError
 
@@ -127,6 +128,8 @@ class Answers(_Model):
     """The leaf and spine switches, for `switch-config` (the wizard never logs into a switch)."""
     fabric: FabricSection = Field(default_factory=FabricSection)
     """The RDMA link layer (RoCE or InfiniBand) and node groups."""
+    validation: ValidationSection = Field(default_factory=ValidationSection)
+    """Pass marks of the bandwidth tests (bwtest, verify) and of `bwtest --compare`."""
 
     def expect_speed_gbps(self, host: str) -> int | None:
         """The link rate the host's RDMA ports must run at: its node group's, else discovery's."""

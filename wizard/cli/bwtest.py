@@ -47,7 +47,34 @@ def parser() -> argparse.ArgumentParser:
                    "the incast rounds run again with every sender on the next rail, so each flow crosses the uplinks "
                    "and the spine")  # fmt: skip
     p.add_argument("--pair", metavar="A,B", help="(--cross-rail) client and server host (default: the first two)")
+    fleet = p.add_argument_group("fleet validation (switched fabrics of any size)")
+    fleet.add_argument("--quick", action="store_true", help="every host's every rail against a neighbour on its own "
+                       "leaves and a host on other leaves, plus a cross-rail canary per SU, in at most 6 rounds of "
+                       "disjoint pairs for any host count; then the suspects (no sweeps, latency, NCCL)")  # fmt: skip
+    fleet.add_argument("--budget", type=duration_arg, metavar="DURATION", help="stop cleanly before a round that would "
+                       "not fit in this much fabric time (15m, 900s, 1h), most informative rounds first; the report "
+                       "says what was covered and what was not")  # fmt: skip
+    fleet.add_argument("--suspects", action="store_true", help="re-test only the last run's suspects against "
+                       "known-good peers, and say which are confirmed and which cleared")  # fmt: skip
+    fleet.add_argument("--compare", nargs="?", const="", metavar="RUN", help="name the host ports slower than in an "
+                       "earlier run (default: the one before this; RUN: a saved run's name or a part of it, such as a "
+                       "date), by validation.regression_pct (default 5 %%)")  # fmt: skip
+    fleet.add_argument("--history", action="store_true", help="list the saved runs and exit (no host is contacted)")
     return p
+
+
+def duration_arg(text: str) -> float:
+    """Seconds from `90`, `90s`, `15m`, `1h`, `1h30m`."""
+    import re
+
+    match = re.fullmatch(r"\s*(?:(\d+(?:\.\d+)?)h)?\s*(?:(\d+(?:\.\d+)?)m)?\s*(?:(\d+(?:\.\d+)?)s?)?\s*", text)
+    if not text.strip() or match is None or not any(match.groups()):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration (15m, 900s, 1h30m)")
+    hours, minutes, seconds = (float(g) if g else 0.0 for g in match.groups())
+    total = hours * 3600 + minutes * 60 + seconds
+    if total <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: a budget must be longer than 0 s")
+    return total
 
 
 def main(argv: list[str]) -> int:
@@ -70,7 +97,43 @@ def main(argv: list[str]) -> int:
         options.sweep = options.latency = options.nccl = False
     elif args.pair is not None:
         raise UsageError("--pair only applies with --cross-rail")
+    fleet_options(args, options)
+    if args.history:
+        return show_history(args)
     return run_async(_bwtest(args, options))
+
+
+def fleet_options(args: argparse.Namespace, options: Any) -> None:
+    """--quick / --budget / --suspects: the rounds come from wizard/validate/fleet_run.py; nothing else runs."""
+    if (args.quick or args.suspects) and (args.incast or args.cross_rail):
+        raise UsageError("--quick and --suspects replace the pair tests: not with --incast or --cross-rail")
+    if args.quick and args.suspects:
+        raise UsageError("--suspects re-tests the last run's suspects; run --quick first, then --suspects")
+    options.quick = args.quick
+    options.budget_s = args.budget
+    if args.quick or args.suspects:
+        options.sweep = options.latency = options.nccl = False
+    elif args.budget is not None:
+        options.sweep = options.latency = False  # the budget orders the all-pairs rounds; sweeps have no budget
+
+
+def show_history(args: argparse.Namespace) -> int:
+    from wizard.validate.history import history_lines
+
+    lines = history_lines(state_dir_of(args))
+    print("\n".join(lines) if lines else f"no saved run in {state_dir_of(args) / 'validation'}")
+    return EXIT_OK
+
+
+def state_dir_of(args: argparse.Namespace) -> Any:
+    from wizard.answers.model import load_answers
+    from wizard.cli.options import answers_path
+    from wizard.paths import default_state_dir
+
+    if args.state_dir:
+        return args.state_dir
+    answers = load_answers(answers_path(args))
+    return default_state_dir(answers.cluster.name, demo=args.demo)
 
 
 async def _bwtest(args: argparse.Namespace, options: Any) -> int:
@@ -79,9 +142,23 @@ async def _bwtest(args: argparse.Namespace, options: Any) -> int:
     from wizard.validate.run import Validation
 
     async with connected_hosts(args) as (answers, executors, state_dir):
+        if args.suspects:
+            options.retest = last_suspects(state_dir)
+        if args.compare is not None:
+            from wizard.validate.history import find_run
+
+            earlier = find_run(state_dir, args.compare or None)  # before any test runs: a wrong RUN costs nothing
         say = progress_printer(args.demo)
         report = await Validation(answers, executors, simulated=args.demo, options=options, on_event=say).run()
     saved = store.save(state_dir, report)
+    if args.compare is not None:
+        from wizard.validate.fleet_model import FleetSummary
+        from wizard.validate.history import compare, load
+
+        found = compare(load(earlier), report, earlier.stem, answers.validation.regression_pct)
+        report.fleet = report.fleet or FleetSummary()
+        report.fleet.regressions, report.fleet.compared_with = found, earlier.stem
+        saved = store.save(state_dir, report)
     if args.report:
         args.report.write_text(render(report), encoding="utf-8")
         sys.stderr.write(f"roce-wizard: HTML report written to {args.report}\n")
@@ -91,6 +168,19 @@ async def _bwtest(args: argparse.Namespace, options: Any) -> int:
         print_summary(report)
     sys.stderr.write(f"roce-wizard: results saved in {saved}\n")
     return EXIT_OK if report.verdict == "pass" else EXIT_FAILED
+
+
+def last_suspects(state_dir: Any) -> list[Any]:
+    """The suspects of the latest run that had any (a re-test's cleared ones are not tested again)."""
+    from wizard.validate.history import load, runs
+
+    for path in reversed(runs(state_dir)):
+        report = load(path)
+        if report.fleet is not None and report.fleet.suspects:
+            left = [s for s in report.fleet.suspects if s.status != "cleared"]
+            if left:
+                return left
+    raise UsageError(f"--suspects: no saved run with suspects in {state_dir}/validation (run bwtest --quick first)")
 
 
 def progress_printer(simulated: bool) -> Callable[[str, dict[str, Any]], None]:
@@ -121,12 +211,20 @@ def print_summary(report: Any) -> None:
         ratio = f" ({x.ratio:.0%} of {x.expected_gbps:.0f})" if x.ratio is not None else ""
         rate = f"{x.gbps:.2f} Gb/s{ratio}" if x.gbps is not None else "no result"
         print(f"  {x.status.upper():4}  {x.label}: {rate}")
-    for a in report.aggregate:
+    aggregates = report.aggregate
+    if report.fleet is not None:  # a fleet: the slow pairs only (the suspects below say what they mean)
+        aggregates = [a for a in aggregates if a.status != "pass"]
+        print(f"  {len(report.aggregate) - len(aggregates)} of {len(report.aggregate)} host pairs at full rate")
+    for a in aggregates[: 20 if report.fleet is not None else None]:
         print(f"  {a.status.upper():4}  aggregate {a.hosts[0]}<->{a.hosts[1]}: {a.gbps:.1f} of {a.expected_gbps:.0f}"
               " Gb/s")  # fmt: skip
     from wizard.validate.incast import summary_lines
 
     for line in summary_lines(report.incast):
+        print(f"  {line}")
+    from wizard.validate.fleet_text import summary_lines as fleet_lines
+
+    for line in fleet_lines(report.fleet):
         print(f"  {line}")
     from wizard.validate.cross_rail import summary_lines as cross_lines
 

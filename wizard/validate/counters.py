@@ -10,10 +10,14 @@ from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers import ParseError, parse
 from wizard.validate.model import CounterDelta
 
-# Counters that tell lossless from lossy: pause frames per priority, discards, out-of-buffer drops.
+# Counters that tell lossless from lossy: pause frames per priority, discards, out-of-buffer drops; and those of a
+# bad cable or transceiver (symbol and CRC errors at the PHY, mlx5 ethtool -S names), which the suspect inference
+# names a port by (wizard/validate/suspects.py).
 WATCH = re.compile(
     r"^(rx|tx)_prio\d_(pause(_duration)?|discards|bytes)$|^rx_discards_phy$|^rx_out_of_buffer$|_global_pause$"
+    r"|^rx_(pcs_)?symbol_err_phy$|^rx_crc_errors_phy$"
 )
+CABLE = ("rx_symbol_err_phy", "rx_pcs_symbol_err_phy", "rx_crc_errors_phy")
 
 
 # RDMA hardware counters of the port (sysfs hw_counters): retransmissions and ECN/DCQCN activity.
@@ -62,9 +66,14 @@ def deltas(
         drops |= {k: v for k, v in moved.items() if k.removeprefix("rdma_") in RETRANSMITS}
         lossless_bytes = moved.get(f"rx_prio{priority}_bytes", 0) + moved.get(f"tx_prio{priority}_bytes", 0)
         other_bytes = sum(v for k, v in moved.items() if k.endswith("_bytes") and f"prio{priority}_" not in k)
+        cable = {k: v for k, v in moved.items() if k in CABLE}
         if drops:
             d.status = "fail"
             d.note = "packets dropped or resent: " + ", ".join(f"{k} +{v}" for k, v in drops.items())
+        elif cable:
+            d.status = "fail"
+            errors = ", ".join(f"{k} +{v}" for k, v in cable.items())
+            d.note = f"bit errors on the link (cable or transceiver): {errors}"
         elif other_bytes > lossless_bytes:
             d.status = "fail"
             d.note = f"RDMA traffic ran on another priority than {priority} (trust or DSCP map wrong)"

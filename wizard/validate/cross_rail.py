@@ -94,7 +94,7 @@ async def _one(v: Validation, client: RailEnd, server: RailEnd, i: int, j: int, 
     spec = pt.Spec(v.options.tool, server, client, v._next_port(), v.answers.roce.tos, duration_s=seconds)
     spec.line_buffered = v._stdbuf.get(client.host, False)
     result = RailResult(rail=i, peer_rail=j, server=server, client=client, mode="cross")
-    result.expected_gbps = v._expected(server, client)
+    result.expected_gbps = v._expected(server, client, (i, j))
     result.command = " ".join(pt.client_argv(spec))
     v.emit("rail_start", {"rail": i, "mode": "cross", "pair": (client.host, server.host), "label": label(result)})
     out = await pt.run_pair(v.executors[server.host], v.executors[client.host], spec, None, v._leftovers)
@@ -108,7 +108,8 @@ async def _one(v: Validation, client: RailEnd, server: RailEnd, i: int, j: int, 
         result.mtu = getattr(parsed, "mtu", None)
     rails = v.answers.network.rails
     gateways = tuple(rails[k].gateway if k < len(rails) else None for k in (i, j))
-    judge(result, out.client.stderr if out.client else "", out.server.stderr if out.server else "", gateways)
+    judge(result, out.client.stderr if out.client else "", out.server.stderr if out.server else "", gateways,
+          v.pass_ratio)  # fmt: skip
     return result
 
 
@@ -118,11 +119,17 @@ def label(x: RailResult) -> str:
     )
 
 
-def judge(x: RailResult, client_err: str, server_err: str, gateways: tuple[str | None, ...] = (None, None)) -> None:
+def judge(
+    x: RailResult,
+    client_err: str,
+    server_err: str,
+    gateways: tuple[str | None, ...] = (None, None),
+    pass_ratio: float = PASS_RATIO,
+) -> None:
     """Pass at >= 90 % of line rate; a run without a result fails with the port whose route is wrong."""
     if x.gbps is not None:
         ratio = x.ratio
-        x.status = "pass" if ratio is None or ratio >= PASS_RATIO else "fail"
+        x.status = "pass" if ratio is None or ratio >= pass_ratio else "fail"
         if x.status == "fail":
             x.cause = (
                 f"{label(x)}: {x.gbps:.1f} of {x.expected_gbps:.0f} Gb/s through the spine "

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from wizard.engine.step import CheckItem
+from wizard.validate.fleet_model import FleetSummary
 
 Status = Literal["pass", "fail", "warn", "skip"]
 PASS_RATIO = 0.9  # a rail passes at >= 90 % of its discovered line rate (roce-correctness.md items 22, 23)
@@ -37,6 +38,8 @@ class RailEnd(_Model):
     speed_gbps: float | None = None
     ib: bool = False  # an InfiniBand port: addressed by LID, no GID index, no traffic class
     ib_sl: int | None = None  # the service level on InfiniBand (fabric.ib_sl)
+    leaf: str | None = None  # the switch LLDP sees on the port (its leaf on a switched fabric)
+    leaf_port: str | None = None  # that switch's port (LLDP port id)
 
 
 class RailResult(_Model):
@@ -182,3 +185,5 @@ class Report(_Model):
     nccl: NcclResult = Field(default_factory=NcclResult)
     verdict: Literal["pass", "fail"] = "fail"
     causes: list[str] = Field(default_factory=list)  # most likely first, each naming host/port and the fix
+    pass_ratio: float = PASS_RATIO  # the pass mark this run judged by (the answers' validation.pass_ratio)
+    fleet: FleetSummary | None = None  # bwtest --quick / --budget / --suspects / --compare

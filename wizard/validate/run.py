@@ -19,8 +19,6 @@ from wizard.validate.diagnose import explain
 from wizard.validate.hostfacts import HostFacts, probe_all
 from wizard.validate.lint import lint
 from wizard.validate.model import (
-    LATENCY_ALARM_US,
-    PASS_RATIO,
     Aggregate,
     LatencyResult,
     PairCell,
@@ -33,6 +31,7 @@ from wizard.validate.verdict import conclude
 
 if TYPE_CHECKING:
     from wizard.validate.cross_rail import CrossRailPlan
+    from wizard.validate.fleet_model import Suspect
     from wizard.validate.incast import IncastPlan
 
 EventFn = Callable[[str, dict[str, Any]], None]
@@ -49,6 +48,9 @@ class Options:
     incast: IncastPlan | None = None  # bwtest --incast: N:1 rounds instead of the pair tests (lint, counters stay)
     cross_rail: CrossRailPlan | None = None  # bwtest --cross-rail: rail i -> rail j != i through the spine instead
     neighbours_only: bool = False  # each host with its ring neighbours (at most 3 rounds), not all pairs: verify's
+    quick: bool = False  # bwtest --quick: same-leaf and cross-leaf neighbours and canaries (wizard/validate/quick.py)
+    budget_s: float | None = None  # bwtest --budget: stop before a round that would not fit (fabric time)
+    retest: list[Suspect] | None = None  # bwtest --suspects: only these, against known-good peers
 
 
 async def _has_stdbuf(ex: Executor) -> bool:
@@ -91,6 +93,8 @@ def rail_end(h: HostFacts, index: int) -> RailEnd | None:
         speed_gbps=ib_nominal_gbps(p, h.expect_gbps) if ib else speed,
         ib=ib,
         ib_sl=h.ib_sl if ib else None,
+        leaf=(p.lldp.chassis_name or p.lldp.chassis_id) if p.lldp is not None else None,
+        leaf_port=p.lldp.port_id if p.lldp is not None else None,
     )
 
 
@@ -114,6 +118,9 @@ class Validation:
         self.report = Report(
             simulated=simulated, cluster=answers.cluster.name, hosts=self.hosts, started=now(), tclass=answers.roce.tos
         )
+        self.pass_ratio = self.report.pass_ratio = answers.validation.pass_ratio
+        self.latency_alarm_us = answers.validation.latency_alarm_us
+        self.rail_floor: dict[int, float] = {}
         self.facts: dict[str, HostFacts] = {}
         self._port = pt.BASE_PORT
         self._leftovers: list[asyncio.Task] = []
@@ -123,10 +130,16 @@ class Validation:
         self._port += 1
         return self._port
 
-    def _expected(self, a: RailEnd, b: RailEnd) -> float | None:
+    def _expected(self, a: RailEnd, b: RailEnd, rails: tuple[int, ...] = ()) -> float | None:
         speeds = [s for s in (a.speed_gbps, b.speed_gbps) if s]
         fallback = self.answers.discovery.expect_link_speed_gbps
-        return min(speeds) if speeds else (float(fallback) if fallback else None)
+        expected = min(speeds) if speeds else (float(fallback) if fallback else None)
+        # On a fleet (bwtest --quick), a port that trained below what most ports of its rail run at must not pass
+        # against its own low rate: the rail's usual speed is the mark (wizard/validate/fleet_run.py sets it).
+        floors = [self.rail_floor[i] for i in rails if i in self.rail_floor]
+        if floors and expected is not None:
+            expected = max(expected, min(floors))
+        return expected
 
     async def run(self) -> Report:
         r, o = self.report, self.options
@@ -135,7 +148,8 @@ class Validation:
         self._stdbuf = {h: await _has_stdbuf(self.executors[h]) for h in self.facts if not self.facts[h].error}
         r.lint = lint(self.answers, self.facts)
         self.emit("lint", {"items": r.lint})
-        modes = o.incast is not None or o.cross_rail is not None  # a mode replaces the pair tests
+        fleet = o.quick or o.budget_s is not None or o.retest is not None  # rounds planned by wizard/validate/fleet_run
+        modes = o.incast is not None or o.cross_rail is not None or fleet  # a mode replaces the pair tests
         pairs = [] if modes else ring(self.hosts)
         schedule = [] if modes else ring_rounds(self.hosts) if o.neighbours_only else rounds(self.hosts)
         swept = sum(self._rail_count(a, b) for a, b in pairs)
@@ -159,6 +173,10 @@ class Validation:
             if o.incast is not None:  # --cross-rail --incast: the incast again, every flow through the spine
                 first = max((x.round for x in r.incast), default=-1) + 1
                 r.incast += await run_incast(self, o.incast, cross=True, first=first)
+        if fleet:
+            from wizard.validate.fleet_run import run_fleet
+
+            await run_fleet(self)
         if o.sweep:
             self.emit("phase", {"name": "rails", "text": "one rail at a time: ib_write_bw -a sweep"})
             for a, b in pairs:
@@ -189,6 +207,10 @@ class Validation:
         after = await ctr.read(self.executors, ports)
         r.counters = ctr.deltas(before, after, self.answers.roce.priority)
         self.emit("counters", {"items": r.counters})
+        if fleet:
+            from wizard.validate.fleet_run import conclude_fleet
+
+            conclude_fleet(self)
         if o.nccl:
             from wizard.validate.nccl import judge, run_nccl
 
@@ -214,7 +236,7 @@ class Validation:
         spec.sweep, spec.duration_s = duration is None, duration
         spec.line_buffered = self._stdbuf.get(b, False)
         result = RailResult(rail=i, server=server, client=client, mode=mode)  # type: ignore[arg-type]
-        result.expected_gbps = self._expected(server, client)
+        result.expected_gbps = self._expected(server, client, (i,))
         result.command = " ".join(pt.client_argv(spec))
         self.emit("rail_start", {"rail": i, "mode": mode, "pair": (a, b), "label": result.label})
 
@@ -238,7 +260,7 @@ class Validation:
             result.status = "fail"
         else:
             ratio = result.ratio
-            result.status = "pass" if ratio is None or ratio >= PASS_RATIO else "fail"
+            result.status = "pass" if ratio is None or ratio >= self.pass_ratio else "fail"
         found = explain(result, self.facts, [], self.answers.roce.priority, self.answers.network.mtu)
         if found and result.status == "fail":
             result.cause, result.fix = found
@@ -250,9 +272,8 @@ class Validation:
         rates = [x.gbps for x in runs]
         expected = sum(x.expected_gbps or 0 for x in runs)
         total = sum(g for g in rates if g is not None)
-        status = (
-            "pass" if expected and total >= PASS_RATIO * expected and all(x.status == "pass" for x in runs) else "fail"
-        )
+        fast = expected and total >= self.pass_ratio * expected
+        status = "pass" if fast and all(x.status == "pass" for x in runs) else "fail"
         self.report.aggregate.append(Aggregate(hosts=(a, b), gbps=total, expected_gbps=expected, status=status))
         slow = [x for x in runs if x.status != "pass"]
         hint = slow[0].cause or slow[0].label if slow else None
@@ -265,7 +286,7 @@ class Validation:
         assert server is not None and client is not None
         spec = pt.Spec(self.options.lat_tool, server, client, self._next_port(), self.answers.roce.tos)
         out = await pt.run_pair(self.executors[a], self.executors[b], spec, None, self._leftovers)
-        res = LatencyResult(rail=i, server=server, client=client, errors=out.errors, threshold_us=LATENCY_ALARM_US)
+        res = LatencyResult(rail=i, server=server, client=client, errors=out.errors, threshold_us=self.latency_alarm_us)
         row = out.parsed.last() if isinstance(out.parsed, PerftestLat) else None
         if row is None:
             res.status, res.cause = "fail", "; ".join(out.errors[:2]) or "no latency result"
@@ -273,9 +294,9 @@ class Validation:
             res.typical_us, res.p99_us, res.p99_9_us = row.t_typical_us, row.p99_us, row.p99_9_us
             typical = row.t_typical_us or row.t_avg_us or 0.0
             tail = row.p99_9_us or row.t_max_us or typical
-            if typical > LATENCY_ALARM_US:
+            if typical > self.latency_alarm_us:
                 res.status = "fail"
-                res.cause = f"typical {typical:.2f} us > {LATENCY_ALARM_US:g} us on back-to-back 25GbE"
+                res.cause = f"typical {typical:.2f} us > {self.latency_alarm_us:g} us (validation.latency_alarm_us)"
             elif tail > 4 * typical:
                 res.status = "warn"
                 res.cause = (

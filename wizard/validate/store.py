@@ -14,13 +14,18 @@ def results_dir(state_dir: Path) -> Path:
     return state_dir / "validation"
 
 
+def run_path(state_dir: Path, report: Report) -> Path:
+    """Where the run is kept: ``bwtest-<when it finished>.json`` (names sort by time)."""
+    stamp = (report.finished or report.started).replace(":", "").replace("+", "Z")
+    return results_dir(state_dir) / f"bwtest-{stamp}.json"
+
+
 def save(state_dir: Path, report: Report) -> Path:
     """Write ``latest.json`` and a timestamped copy; returns the latest path."""
     folder = results_dir(state_dir)
     folder.mkdir(parents=True, exist_ok=True)
     text = report.model_dump_json(indent=2)
-    stamp = (report.finished or report.started).replace(":", "").replace("+", "Z")
-    atomic_write(folder / f"bwtest-{stamp}.json", text)
+    atomic_write(run_path(state_dir, report), text)
     latest = folder / "latest.json"
     atomic_write(latest, text)
     return latest

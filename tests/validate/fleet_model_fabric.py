@@ -1,0 +1,73 @@
+"""A switched fabric on paper, for the fleet tests: SUs of hosts, one leaf per rail per SU, spines chosen by a hash
+of the two ports (ECMP), and faulty parts that slow the flows through them. The quick schedule runs on it and the
+suspect inference reads what it measured; no hosts, no SSH."""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+
+from wizard.validate.fabric_map import FabricMap, PortPlace
+from wizard.validate.quick import Round
+from wizard.validate.suspects import Flow
+
+LINE = 400.0
+
+
+@dataclass
+class PaperFabric:
+    hosts_n: int
+    su: int = 4  # hosts per SU (one leaf per rail each)
+    rails: int = 4
+    spines: int = 4
+    bad_ports: dict[tuple[str, int], float] = field(default_factory=dict)  # port -> its rate
+    low_speed: dict[tuple[str, int], float] = field(default_factory=dict)  # port -> the speed it trained at
+    bad_hosts: set[str] = field(default_factory=set)
+    bad_leaves: set[str] = field(default_factory=set)
+    bad_uplinks: dict[str, int] = field(default_factory=dict)  # leaf -> the spine whose uplink is slow
+
+    @property
+    def hosts(self) -> list[str]:
+        return [f"gpu-{i + 1:04d}" for i in range(self.hosts_n)]
+
+    def leaf(self, host: str, rail: int) -> str:
+        return f"leaf-su{(self.hosts.index(host) // self.su) + 1:02d}-r{rail}"
+
+    def fabric(self) -> FabricMap:
+        places = []
+        for i, h in enumerate(self.hosts):
+            for r in range(self.rails):
+                speed = self.low_speed.get((h, r), LINE)
+                places.append(PortPlace(h, r, f"enp{r}s0", self.leaf(h, r), f"swp{i % self.su + 1}", speed))
+        return FabricMap(self.hosts, places)
+
+    def spine(self, a: tuple[str, int], b: tuple[str, int]) -> int:
+        return zlib.crc32(repr(sorted((a, b))).encode()) % self.spines
+
+    def rate(self, a: tuple[str, int], b: tuple[str, int]) -> float:
+        rate = LINE
+        for port in (a, b):
+            rate = min(rate, self.bad_ports.get(port, LINE), self.low_speed.get(port, LINE))
+            if port[0] in self.bad_hosts:
+                rate = min(rate, 0.55 * LINE)
+            if self.leaf(*port) in self.bad_leaves:
+                rate = min(rate, 0.3 * LINE)
+        la, lb = self.leaf(*a), self.leaf(*b)
+        if la != lb:
+            for leaf in (la, lb):
+                if self.bad_uplinks.get(leaf) == self.spine(a, b):
+                    rate = min(rate, LINE / 4)
+        return rate
+
+    def flow(self, a: tuple[str, int], b: tuple[str, int]) -> Flow:
+        gbps = self.rate(a, b)
+        return Flow(a, b, gbps, LINE, gbps >= 0.9 * LINE, self.leaf(*a), self.leaf(*b))
+
+    def run(self, schedule: list[Round]) -> list[Flow]:
+        flows = []
+        for r in schedule:
+            for a, b in r.pairs:
+                flows += [self.flow((a, i), (b, i)) for i in range(self.rails)]
+            for a, b in r.cross:
+                flows += [self.flow((a, i), (b, (i + 1) % self.rails)) for i in range(self.rails)]
+        return flows
