@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
+from steps.discovery.rail_leaves import expected_leaves, leaf_at
 from wizard.engine.step import CheckItem, ClusterView
 from wizard.executors.base import Executor, SudoRefused
 from wizard.parsers import ParseError
@@ -145,7 +146,8 @@ def lldp_host_checks(view: ClusterView, facts: DiscoveryFacts) -> list[CheckItem
 
 
 def lldp_cluster_checks(view: ClusterView, facts: dict[str, DiscoveryFacts]) -> dict[str, list[CheckItem]]:
-    """Rail cabling: rail i of every host must reach the leaf most hosts' rail i reach (rail-optimised fabric)."""
+    """Rail cabling: rail i of every host must reach the leaf most hosts' rail i reach (rail-optimised fabric), or,
+    on a fabric of several scalable units, the rail-i leaf of its own unit (steps/discovery/rail_leaves.py)."""
     if not switched(view):
         return {}
     rails = {host: rail_ports(view, f) for host, f in facts.items()}
@@ -154,26 +156,19 @@ def lldp_cluster_checks(view: ClusterView, facts: dict[str, DiscoveryFacts]) -> 
         for index, port in ports:
             if port.lldp is not None:
                 leaves.setdefault(index, Counter())[leaf_of(port.lldp)] += 1
-    majority = {i: _majority(c) for i, c in leaves.items()}
-    rail_of_leaf = {leaf: i for i, leaf in majority.items() if leaf}
+    expected, rail_of_leaf = expected_leaves(leaf_at(rails, leaf_of), leaves)
     result: dict[str, list[CheckItem]] = {}
     for host, ports in rails.items():
         items = result.setdefault(host, [])
         wrong = {
-            port.netdev: rail_of_leaf.get(leaf_of(port.lldp)) for i, port in ports if _misplaced(port, i, majority)
+            port.netdev: rail_of_leaf.get(leaf_of(port.lldp))
+            for i, port in ports
+            if port.lldp is not None and expected.get((host, i)) not in (None, leaf_of(port.lldp))
         }
         for index, port in ports:
-            items.append(_cabling_item(host, index, port, majority.get(index), leaves.get(index), facts[host], wrong))
+            leaf = expected.get((host, index))
+            items.append(_cabling_item(host, index, port, leaf, leaves.get(index), facts[host], wrong))
     return result
-
-
-def _misplaced(port: NicPort, index: int, majority: dict[int, str | None]) -> bool:
-    return port.lldp is not None and majority.get(index) is not None and leaf_of(port.lldp) != majority[index]
-
-
-def _majority(counts: Counter[str]) -> str | None:
-    ranked = counts.most_common(2)
-    return ranked[0][0] if len(ranked) == 1 or ranked[0][1] > ranked[1][1] else None
 
 
 def _cabling_item(

@@ -82,6 +82,9 @@ def test_every_documented_fault_kind_is_tested_here() -> None:
         "switch_ecn_off",
         "flap",
         "pfc_storm",  # tests/validate/test_switch_os_fabric.py
+        # slow links (rails-N profiles): tests/lab/test_degraded_faults.py
+        "degraded",
+        "degraded_uplink",
         # what a reboot or a flap loses: tests/lab/test_persistence_faults.py
         "unit_disabled",
         "no_boot",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from wizard.answers.profiles import DEMO_PROFILES
+from wizard.answers.profiles import PROFILE_CHOICES, is_switched, profile_arg
 from wizard.cli.options import (
     SWITCH_OS,
     add_target_options,
@@ -43,16 +43,18 @@ def parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--profile",
-        choices=DEMO_PROFILES,
+        type=profile_arg,
+        metavar=PROFILE_CHOICES,
         default=None,
-        help="rails-16: 16 HGX H100 hosts gpu-001..gpu-016 on 8 rail leaves; ib-seed003: 2 V100 + 2 A100 nodes on "
+        help="rails-N: N HGX H100 hosts gpu-001.. (16 to 1024; gpu-0001.. past 999) on rail leaves, 32 hosts per leaf "
+        "and 8 spines past 32 hosts (rails-16: 16 hosts on 8 rail leaves); ib-seed003: 2 V100 + 2 A100 nodes on "
         "InfiniBand (--hosts is then ignored)",
     )
     serve.add_argument(
         "--switch-os",
         choices=SWITCH_OS,
         default=None,
-        help="(--profile rails-16) the NOS the simulated leaves and spine run (default cumulus)",
+        help="(--profile rails-N) the NOS the simulated leaves and spines run (default cumulus)",
     )
     apply = sub.add_parser(
         "switch-apply",
@@ -73,8 +75,8 @@ def main(argv: list[str]) -> int:
         return _switch_apply(args)
     from wizard.lab.serve import serve_lab
 
-    if args.switch_os and args.profile != "rails-16":
-        raise UsageError("--switch-os needs --profile rails-16 (the other labs have no modelled switches)")
+    if args.switch_os and not is_switched(args.profile):
+        raise UsageError("--switch-os needs --profile rails-N (the other labs have no modelled switches)")
     return run_async(serve_lab(args.hosts, args.port, args.fault, args.write_answers, args.profile, args.switch_os))
 
 

@@ -11,7 +11,7 @@ import argparse
 import re
 import sys
 
-from wizard.answers.profiles import DEMO_PROFILES, check_profile, demo_answers
+from wizard.answers.profiles import PROFILE_CHOICES, check_profile, demo_answers, is_switched, profile_arg
 from wizard.engine.stage_order import STAGE_IDS
 from wizard.errors import UsageError
 
@@ -119,11 +119,13 @@ def add_target_options(
     p.add_argument("--demo", action="store_true", help=demo)
     p.add_argument(
         "--profile",
-        choices=DEMO_PROFILES,
+        type=profile_arg,
+        metavar=PROFILE_CHOICES,
         default=None,
-        help="(--demo) simulated cluster: reference (2 x L20 servers back to back, the default), rails-16 "
-        "(16 x HGX H100, 8 x ConnectX-7 400GbE on 8 rail leaves) or ib-seed003 (2 V100 + 2 A100 nodes on "
-        "InfiniBand, two IB switches); its answers file is the default --answers",
+        help="(--demo) simulated cluster: reference (2 x L20 servers back to back, the default), rails-N "
+        "(N from 16 to 1024 HGX H100 hosts, 8 x ConnectX-7 400GbE each, on rail leaves: one per rail up to 32 "
+        "hosts, else one per rail per 32-host unit under 8 spines; rails-16 is the shipped one) or ib-seed003 "
+        "(2 V100 + 2 A100 nodes on InfiniBand, two IB switches); its answers file is the default --answers",
     )
     if faults:
         p.add_argument(
@@ -133,7 +135,7 @@ def add_target_options(
             "--switch-os",
             choices=SWITCH_OS,
             default=None,
-            help="(--demo --profile rails-16) the NOS the simulated leaves and spine run: cumulus (the default), "
+            help="(--demo --profile rails-N) the NOS the simulated leaves and spines run: cumulus (the default), "
             "sonic or eos; they start from its defaults and are lossless only once switch-config's files are "
             "loaded (lab switch-apply). Default: what the state directory's switches run",
         )
@@ -159,8 +161,8 @@ def check_target(args: argparse.Namespace, command: str, *, required: bool = Tru
     if getattr(args, "fault", None) and not args.demo:
         raise UsageError("--fault only applies to the simulated cluster (--demo)")
     args.profile = check_profile(args.profile, args.demo)
-    if getattr(args, "switch_os", None) and (not args.demo or args.profile != "rails-16"):
-        raise UsageError("--switch-os only applies to the simulated switches of --demo --profile rails-16")
+    if getattr(args, "switch_os", None) and (not args.demo or not is_switched(args.profile)):
+        raise UsageError("--switch-os only applies to the simulated switches of --demo --profile rails-N")
 
 
 def answers_path(args: argparse.Namespace) -> Path:

@@ -133,12 +133,13 @@ def _port_maps(folder: Path) -> dict:  # type: ignore[type-arg]
 def _demo_inputs(args: argparse.Namespace, answers, fabric: list) -> tuple[list, dict]:  # type: ignore[no-untyped-def,type-arg]
     """What the operator reads off the simulated switches: each SONiC switch's `show interfaces alias`, and (when
     the answers list no switches.fabric) the leaves' uplinks and the spine's ports."""
+    from wizard.answers.profiles import is_switched
     from wizard.answers.switches import FabricSwitch
     from wizard.engine.session import check_faults, demo_state_dir
     from wizard.lab.demo_switches import alias_tables, demo_lab, fabric_switches
     from wizard.switchcfg.portmap import PortMap, parse_show_alias
 
-    if args.profile != "rails-16":
+    if not is_switched(args.profile):
         return fabric, {}
     state_dir = demo_state_dir(answers, args.state_dir, reset=False)
     lab = demo_lab(answers, state_dir, args.profile, args.switch_os, check_faults(answers, args.fault))

@@ -178,8 +178,11 @@ def check_faults(answers: Answers, faults: Sequence[str]) -> list:  # type: igno
         parsed = [parse_fault(spec) for spec in faults]
     except ValueError as exc:
         raise UsageError(f"--fault: {exc}") from None
+    from wizard.lab.degraded import SWITCH_SIDE_KINDS
+
     names = [h.name for h in answers.hosts]
-    unknown = sorted({f.host for f in parsed} - set(names))
+    # a switch-side fault (degraded_uplink) names a leaf switch: the lab checks it against its switches
+    unknown = sorted({f.host for f in parsed if f.kind not in SWITCH_SIDE_KINDS} - set(names))
     if unknown:
         raise UsageError(f"--fault names unknown host(s): {', '.join(unknown)} (hosts: {', '.join(names)})")
     return parsed

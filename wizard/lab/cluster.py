@@ -12,6 +12,7 @@ from pathlib import Path
 
 import asyncssh
 
+from wizard.lab.degraded import SWITCH_SIDE_KINDS, check_port_faults
 from wizard.lab.fabric import Fabric, crosswire_perm
 from wizard.lab.faults import Fault
 from wizard.lab.host import SimHost
@@ -19,10 +20,12 @@ from wizard.lab.ib import IbSubnet
 from wizard.lab.profile import HostProfile, reference_profile
 from wizard.lab.profile_ib import ib_profile_for
 from wizard.lab.profile_rails import rails16_profile
+from wizard.lab.rails_plan import RailPlan, host_names, rails_hosts
 from wizard.lab.server import HostListener
 
-PROFILES = ("reference", "rails-16", "ib-seed003")  # demo profiles; the reference pair stays the default
-SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off", "pfc_storm")
+# demo profiles (rails-N: N from 16 to 1024, wizard/lab/rails_plan.py); the reference pair stays the default
+PROFILES = ("reference", "rails-N", "ib-seed003")
+SWITCH_FAULTS = ("wrong_leaf", "switch_pfc_off", "switch_mtu", "switch_ecn_off", "pfc_storm", *SWITCH_SIDE_KINDS)
 
 
 def _mgmt_default(i: int, count: int) -> str:
@@ -45,12 +48,14 @@ class Lab:
         switch_os: str | None = None,
         switch_os_of: Mapping[str, str] | None = None,
         infiniband: bool = False,
+        rail_plan: RailPlan | None = None,
     ) -> None:
         if len(set(names)) != len(names) or not names:
             raise ValueError("lab host names must be unique and non-empty")
         self.faults = list(faults)
         for f in self.faults:
-            if f.host not in names:
+            # a switch-side fault names a leaf: the fabric checks it once its switches exist
+            if f.host not in names and f.kind not in SWITCH_SIDE_KINDS:
                 raise ValueError(f"fault {f} names unknown host {f.host!r} (hosts: {', '.join(names)})")
         self.names = list(names)
         self.reboot_seconds = 3.0
@@ -68,16 +73,18 @@ class Lab:
         self.switch_os = switch_os or "cumulus"
         self.switch_os_of = dict(switch_os_of or {})  # the answers' switches.os_of: these run their own NOS
         self.data_netdevs = [p.netdev for p in first.ports]
+        self.rail_plan = rail_plan  # the leaves and spines of a rails-N fabric (None: rails-16's one SU)
+        self.line_gbps = first.card_of(0).model.speed_mbps / 1000  # the data ports' rate (and the uplinks')
         self.ib: IbSubnet | None = None
+        if not leaf_switches and any(f.kind in SWITCH_FAULTS for f in self.faults):
+            bad = next(f for f in self.faults if f.kind in SWITCH_FAULTS)
+            raise ValueError(f"fault {bad} needs modelled switches (--profile rails-16) or any rails-N")
         if infiniband:
             ports_per_host = {n: len(p.ports) for n, p in profiles.items()}
             self.ib = IbSubnet.seed003(names, ports_per_host, self.faults)
             self.fabric = Fabric.infiniband(self.ib, _outside_partition(profiles, self.faults))
         elif leaf_switches:
-            self.fabric = Fabric.leaf_rails(names, self.data_netdevs, self.faults, self.switch_os, self.switch_os_of)
-        elif any(f.kind in SWITCH_FAULTS for f in self.faults):
-            bad = next(f for f in self.faults if f.kind in SWITCH_FAULTS)
-            raise ValueError(f"fault {bad} needs modelled switches (--profile rails-16)")
+            self.fabric = self.leaf_fabric(self.switch_os)
         elif switched:
             self.fabric = Fabric.rails(names, nports, perms)
         else:
@@ -87,6 +94,7 @@ class Lab:
                 raise ValueError(
                     f"fault {f}: {f.arg!r} is not a data port ({', '.join(p.netdev for p in first.ports)})"
                 )
+        check_port_faults(self.faults, first, infiniband=infiniband)
         for i, name in enumerate(names):
             addr = (mgmt_addresses or {}).get(name) or _mgmt_default(i, len(names))
             if "/" not in addr:
@@ -121,6 +129,38 @@ class Lab:
         return cls(names, faults=faults, switched=True)
 
     @classmethod
+    def rails(
+        cls,
+        count: int,
+        names: list[str] | None = None,
+        *,
+        mgmt_addresses: dict[str, str] | None = None,
+        faults: Iterable[Fault] = (),
+        switch_os: str | None = None,
+        switch_os_of: Mapping[str, str] | None = None,
+    ) -> Lab:
+        """The rails-N fabric for N = ``count`` (wizard/lab/rails_plan.py): HGX H100 hosts gpu-001.. with 8 x
+        ConnectX-7 400GbE, rail i of each on its scalable unit's rail-i leaf (leaf-r<i> when N <= 32, else
+        leaf-su<NN>-r<i> and 8 spines), the switches running ``switch_os`` (cumulus, sonic, eos). ``names`` (the
+        answers' hosts) default to the profile's own; the addressing is sized for ``count``."""
+        names = list(names) if names else host_names(count)
+        plan = RailPlan(count, len(rails16_profile(0).ports))
+        if plan.multi_su and mgmt_addresses:
+            # the answers give bare addresses, SU NN's on 10.0.NN.x: the management network is one 10.0.0.0/16
+            mgmt_addresses = {n: a if "/" in a else f"{a}/16" for n, a in mgmt_addresses.items()}
+        return cls(
+            names,
+            mgmt_addresses=mgmt_addresses,
+            faults=faults,
+            switched=True,
+            profile_factory=rails16_profile,
+            leaf_switches=True,
+            switch_os=switch_os,
+            switch_os_of=switch_os_of,
+            rail_plan=plan,
+        )
+
+    @classmethod
     def rails16(
         cls,
         names: list[str] | None = None,
@@ -132,16 +172,8 @@ class Lab:
     ) -> Lab:
         """The rails-16 fabric: HGX H100 hosts gpu-001.. with 8 x ConnectX-7 400GbE, rail i on leaf-r<i>, the
         leaves and the spine running ``switch_os`` (cumulus, sonic, eos)."""
-        names = list(names) if names else [f"gpu-{i + 1:03d}" for i in range(16)]
-        return cls(
-            names,
-            mgmt_addresses=mgmt_addresses,
-            faults=faults,
-            switched=True,
-            profile_factory=rails16_profile,
-            leaf_switches=True,
-            switch_os=switch_os,
-            switch_os_of=switch_os_of,
+        return cls.rails(
+            16, names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os, switch_os_of=switch_os_of
         )
 
     @classmethod
@@ -176,20 +208,27 @@ class Lab:
         switch_os: str | None = None,
         switch_os_of: Mapping[str, str] | None = None,
     ) -> Lab:
-        """The lab of a demo profile (``reference`` or ``rails-16``) for the answers' host names."""
-        if profile == "rails-16":
-            return cls.rails16(
-                names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os, switch_os_of=switch_os_of
-            )
+        """The lab of a demo profile (``reference``, ``rails-N`` or ``ib-seed003``) for the answers' host names."""
+        count = rails_hosts(profile)
+        if count is not None:
+            return cls.rails(
+                count, names, mgmt_addresses=mgmt_addresses, faults=faults, switch_os=switch_os,
+                switch_os_of=switch_os_of,
+            )  # fmt: skip
         if switch_os is not None:
-            raise ValueError("--switch-os needs modelled switches (--profile rails-16)")
+            raise ValueError("--switch-os needs modelled switches (--profile rails-N)")
         if profile == "ib-seed003":
             return cls.ib_seed003(names, mgmt_addresses=mgmt_addresses, faults=faults)
-        if switch_os is not None:
-            raise ValueError("--switch-os needs modelled switches (--profile rails-16)")
         if profile != "reference":
             raise ValueError(f"unknown lab profile {profile!r} (profiles: {', '.join(PROFILES)})")
         return cls.reference(names, mgmt_addresses=mgmt_addresses, faults=faults)
+
+    def leaf_fabric(self, switch_os: str) -> Fabric:
+        """The modelled leaves and spines of this lab's hosts, running ``switch_os`` (also when the saved switches
+        of a demo state directory ran another NOS: wizard/lab/switch_store.py)."""
+        return Fabric.leaf_rails(
+            self.names, self.data_netdevs, self.faults, switch_os, self.switch_os_of, self.rail_plan, self.line_gbps
+        )
 
     # -- access --------------------------------------------------------------------------------------------
     def host(self, name: str) -> SimHost:

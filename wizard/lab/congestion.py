@@ -183,7 +183,7 @@ def rate_gbps(flow: Flow, link: sim.Link, size: int, key: object) -> float | Non
     if flow.peak < 2:
         return None
     path = path_of(flow, link)
-    ceiling = link.speed_gbps * sim.efficiency(link.mtu) * sim.jitter(key)
+    ceiling = link.speed_gbps * sim.efficiency(link.mtu) * sim.jitter(key) * link.cable_share
     share = ceiling / path.senders * (1.0 if path.lossless else LOSSY_INCAST)
     return min(share, size * 8 * sim.MPPS / 1000)
 

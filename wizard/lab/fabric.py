@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from wizard.lab.faults import Fault
     from wizard.lab.ib import IbSubnet
+    from wizard.lab.rails_plan import RailPlan
     from wizard.lab.switches import SwitchFabric
 
 PortRef = tuple[str, int]  # (host name, index into the host profile's ports)
@@ -59,15 +60,19 @@ class Fabric:
         faults: Iterable[Fault] = (),
         switch_os: str = "cumulus",
         os_of: Mapping[str, str] | None = None,
+        plan: RailPlan | None = None,
+        line_gbps: float = 400.0,
     ) -> Fabric:
-        """Rail i of every host on leaf ``leaf-r<i>``: each leaf is one L2 segment (the rail's VLAN, its gateway
-        on the leaf); a host port cabled to another leaf (``wrong_leaf``) sits in that leaf's segment."""
-        from wizard.lab.switches import rail_fabric, segment_of
+        """Rail i of every host on its SU's rail-i leaf (``leaf-r<i>`` on one SU): each rail is one L2 segment (the
+        leaf's VLAN, or across SUs the rail's VNI, its gateway on every leaf of the rail); a host port cabled to
+        another leaf (``wrong_leaf``) sits in that leaf's rail segment."""
+        from wizard.lab.rail_fabric import rail_fabric
+        from wizard.lab.switches import segment_of
 
-        sw = rail_fabric(names, netdevs, faults, switch_os, os_of)
+        sw = rail_fabric(names, netdevs, faults, switch_os, os_of, plan, line_gbps)
         fab = cls(switched=True, switches=sw)
         for ref, sp in sw.attach.items():
-            fab.segments[ref] = segment_of(sp)
+            fab.segments[ref] = segment_of(sw, sp)
         return fab
 
     @classmethod
@@ -88,14 +93,24 @@ class Fabric:
             return 65535
         if self.switches is None:
             return self.switch_mtu
-        ports = [self.switches.port_of(r) for r in (a, b)]
-        return min((p.mtu for p in ports if p is not None), default=self.switch_mtu)
+        # both leaf ports, and between two leaves the uplinks and the spine ports the pair's flow crosses
+        return min((p.mtu for p in self.switches.path(a, b)), default=self.switch_mtu)
+
+    def members(self, segment: str) -> list[PortRef]:
+        """The host ports in ``segment`` (indexed once: a 1,024-host rail is asked for its members on every ping)."""
+        index = self.__dict__.get("_members")
+        if index is None or index[0] != len(self.segments):
+            by_segment: dict[str, list[PortRef]] = {}
+            for r, s in self.segments.items():
+                by_segment.setdefault(s, []).append(r)
+            index = self.__dict__["_members"] = (len(self.segments), by_segment)
+        return index[1].get(segment, [])
 
     def peers(self, ref: PortRef) -> list[PortRef]:
         seg = self.segments.get(ref)
         if seg is None:
             return []
-        return [r for r, s in self.segments.items() if s == seg and r != ref]
+        return [r for r in self.members(seg) if r != ref]
 
     def segment(self, ref: PortRef) -> str | None:
         return self.segments.get(ref)

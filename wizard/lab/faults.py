@@ -1,4 +1,4 @@
-"""Fault injection specs for the lab: ``HOST:KIND[=ARG]``."""
+"""Fault injection specs for the lab: ``HOST:KIND[=ARG]`` (HOST is a leaf switch for switch-side kinds)."""
 
 from __future__ import annotations
 
@@ -45,6 +45,8 @@ FAULT_KINDS: dict[str, bool | None] = {
     "unit_disabled": None,
     "gid_reorder": None,
     "no_boot": False,
+    "degraded": True,
+    "degraded_uplink": None,
 }
 
 FAULT_HELP = {
@@ -104,12 +106,18 @@ FAULT_HELP = {
     "                   other indices (the old slots still held by a running job's queue pairs)",
     "no_boot": "no_boot            the host does not come back from its next reboot: its SSH port stays closed\n"
     "                   (stopped at boot before sshd, e.g. an emergency shell after a bad /etc/fstab line)",
+    "degraded": "degraded=NETDEV[:GBPS] the port trained at GBPS (e.g. :200 on a 400G port: ethtool shows 200000Mb/s,\n"
+    "                   perftest gets at most that, both ways); without GBPS a bad cable: full speed, but symbol and\n"
+    "                   CRC errors rise while traffic flows and the port carries about 60 percent of its line rate",
+    "degraded_uplink": "degraded_uplink[=SPINE[:GBPS]] (rails-N) HOST is a leaf switch (e.g. leaf-su02-r3): its\n"
+    "                   uplink to SPINE (default spine-0) trained at GBPS (default a quarter of its rate); every flow\n"
+    "                   the ECMP hash sends over it is that slow, flows within one leaf or over other spines are not",
 }
 
 
 @dataclass(frozen=True)
 class Fault:
-    """One injected fault on one host."""
+    """One injected fault on one host (or, for a switch-side kind such as ``degraded_uplink``, on one switch)."""
 
     host: str
     kind: str

@@ -1,11 +1,13 @@
 """Routed paths on the modelled rail fabric: leaf gateways, the spine, reverse-path filtering and RoCE resolution.
 
-The rails-16 leaves are L3 switches (a rail-optimized Cumulus fabric): leaf-r<i> owns the rail's gateway address
-10.10.<i>.254/24 on its rail segment (the addressing of assets/answers.rails-16.yaml) and learns every other rail's
-subnet from the spine, so a packet sent to that gateway is routed leaf -> spine -> the destination's leaf and
-delivered on that leaf's segment to the port that owns the address (ARP, which these hosts answer only on the port
-owning the address: arp_ignore=1, what the network stage sets). The answer takes the destination host's own route
-back (its policy table when the rules are there), so each direction is looked up separately.
+The rails-N leaves are L3 switches (a rail-optimized Cumulus fabric, wizard/lab/rails_plan.py): every leaf of rail
+i answers on the rail's gateway address on its rail segment (rails-16: leaf-r<i> owns 10.10.<i>.254/24, the
+addressing of assets/answers.rails-16.yaml; across SUs the rail is one VNI with an anycast gateway on every leaf of
+it) and learns every other rail's subnet from the spines, so a packet sent to that gateway is routed leaf -> spine ->
+a leaf of the destination's rail and delivered on that rail's segment to the port that owns the address (ARP, which
+these hosts answer only on the port owning the address: arp_ignore=1, what the network stage sets). The answer
+takes the destination host's own route back (its policy table when the rules are there), so each direction is
+looked up separately.
 
 Reverse-path filtering (Documentation/networking/ip-sysctl.rst, ``rp_filter``; net/ipv4/fib_frontend.c
 fib_validate_source): the effective mode is max(conf/all, conf/<dev>); 1 (strict) drops a packet whose source the
@@ -31,20 +33,19 @@ if TYPE_CHECKING:
     from wizard.lab.host import SimHost
     from wizard.lab.switches import Switch
 
-GATEWAY_HOST = 254  # leaf-r<i> answers on 10.10.<i>.254
-
 
 def svi(switch: Switch) -> ipaddress.IPv4Interface | None:
     """The leaf's address on its rail segment (the gateway hosts route other rails through)."""
-    if switch.role != "leaf" or switch.rail is None:
+    if switch.role != "leaf":
         return None
-    return ipaddress.IPv4Interface(f"10.10.{switch.rail}.{GATEWAY_HOST}/24")
+    return switch.gateway
 
 
-def _leaf_for(switches: Iterable[Switch], dst: str) -> Switch | None:
-    """The leaf whose rail subnet holds ``dst`` (every leaf learns the others' subnets through the spine)."""
+def _segment_for(switches: Iterable[Switch], dst: str) -> str | None:
+    """The rail segment whose subnet holds ``dst`` (every leaf learns the others' subnets through the spines)."""
     ip = ipaddress.IPv4Address(dst)
-    return next((s for s in switches if (a := svi(s)) is not None and ip in a.network), None)
+    found = next((s for s in switches if (a := svi(s)) is not None and ip in a.network), None)
+    return found.segment if found is not None else None
 
 
 @dataclass
@@ -59,7 +60,7 @@ class Arrival:
 
 def _ports_on(host: SimHost, segment: str) -> list[tuple[str, int]]:
     assert host.lab is not None
-    return [ref for ref, seg in host.lab.fabric.segments.items() if seg == segment]
+    return host.lab.fabric.members(segment)
 
 
 def _owner_at(host: SimHost, ref: tuple[str, int], ip: str) -> tuple[SimHost, str] | None:
@@ -102,10 +103,10 @@ def send(host: SimHost, route: routing.Route, dst: str) -> Arrival | str:
         if gw is None or str(gw.ip) != route.via:
             continue  # nobody on this segment answers ARP for the gateway
         outcome = "loss"  # the leaf took the packet; from here on a failure is silent
-        target = _leaf_for(switches.switches.values(), dst)
+        target = _segment_for(switches.switches.values(), dst)
         if target is None:
             continue
-        for ref in _ports_on(host, target.name):
+        for ref in _ports_on(host, target):
             found = _owner_at(host, ref, dst)
             egress = switches.port_of(ref)
             if found and egress is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from wizard.lab import ib, netops
+from wizard.lab import degraded, ib, netops
 
 if TYPE_CHECKING:
     from wizard.lab.netdevs import Netdev
@@ -91,7 +91,7 @@ class LinkState:
         if dev.port_index is not None:
             if dev.kind == "ipoib":  # ipoib_get_link_ksettings: the IB port's width x lane speed
                 return int(ib.view(self, dev.port_index).rate_gbps * 1000)  # type: ignore[arg-type]
-            return self.profile.card_of(dev.port_index).model.speed_mbps
+            return degraded.speed_mbps(self, dev.port_index)  # type: ignore[arg-type]
         if dev.kind == "bond" and dev.bond is not None:
             speeds = [self.netdev_speed(s) for s in dev.slaves if self.netdev_carrier(s)]
             return max(speeds) if dev.bond.mode == "active-backup" else sum(speeds)

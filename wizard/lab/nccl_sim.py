@@ -8,7 +8,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wizard.lab import ib, rdma, reach
+from wizard.lab import degraded, ib, rdma, reach
 
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
@@ -148,7 +148,8 @@ def plan_job(views: list[HostView]) -> Job:
                         "misc/ibvwrap.cc:187 NCCL WARN Call to ibv_modify_qp failed with error Network is unreachable",
                     )
         mtu = min(rdma.active_mtu(v.host, d) for v, d in zip(views, pair, strict=True))
-        speed = min(_port_speed(v.host, d) for v, d in zip(views, pair, strict=True))
+        ports = min(_port_speed(v.host, d) for v, d in zip(views, pair, strict=True))
+        speed = min(ports, _ring_uplinks_mbps(views, pair))
         speeds.append(speed / 8000 * MTU_FACTOR.get(mtu, 0.4))
     job.busbw = rails * min(speeds) * NCCL_EFFICIENCY * (1.0 if all(v.gdr for v in views) else GDR_PENALTY)
     return job
@@ -158,7 +159,19 @@ def _port_speed(host: SimHost, dev: rdma.RdmaDev) -> float:
     """Mb/s the port carries: an IB port's trained width x lane rate (a 1X port is a quarter), else the NIC's."""
     if rdma.is_ib(host, dev):
         return ib.view(host, dev.port_indices[0]).rate_gbps * 1000
-    return host.profile.card_of(dev.port_indices[0]).model.speed_mbps
+    port = dev.port_indices[0]
+    return degraded.speed_mbps(host, port) * degraded.cable_share(host, port)  # trained down, or a bad cable
+
+
+def _ring_uplinks_mbps(views: list[HostView], pair: list[rdma.RdmaDev]) -> float:
+    """The slowest leaf-spine uplink between ring neighbours on this rail (inf when none is slow): the ring moves
+    every byte over each neighbour link, so one slow uplink on it bounds the whole ring."""
+    switches = getattr(getattr(views[0].host.lab, "fabric", None), "switches", None)
+    if switches is None or len(views) < 2:
+        return float("inf")
+    ends = [(v.host.name, d.port_indices[0]) for v, d in zip(views, pair, strict=True)]
+    slow = [switches.path_gbps(a, b) for a, b in zip(ends, ends[1:] + ends[:1], strict=True)]
+    return min((g * 1000 for g in slow if g is not None), default=float("inf"))
 
 
 def _rail_path(host: SimHost, dev: rdma.RdmaDev, peer: SimHost, peer_dev: rdma.RdmaDev) -> bool:

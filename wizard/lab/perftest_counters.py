@@ -7,6 +7,7 @@ import dataclasses
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from wizard.lab import degraded
 from wizard.lab import perftest_sim as sim
 from wizard.lab.commands import REGISTRY, command
 from wizard.lab.congestion import sender_paused_by_switch
@@ -59,6 +60,23 @@ def count(client: sim.End, server: sim.End, link: sim.Link, nbytes: float, size:
         elif link.all_lossless and sender_paused_by_switch(client, server, tclass):
             # through switches the pauses reach the sender only where both leaf ports run PFC on the priority
             c[f"rx_prio{prio}_pause"] += packets // 2000
+    _cable_losses(client, server, packets)
+
+
+def _cable_losses(client: sim.End, server: sim.End, packets: int) -> None:
+    """Data frames a bad cable (fault ``degraded`` without a rate) corrupts on the way: the server's PHY counts what
+    its own cable spoils (wizard/lab/degraded.py), the client's cable spoils them before its leaf (which counts them);
+    either way the responder sees PSN gaps and the requester NAKs and resends (go-back-N)."""
+    c_port, s_port = client.dev.port_indices[0], server.dev.port_indices[0]
+    lost = degraded.count_received(server.host, s_port, packets)
+    if degraded.bad_cable(client.host, c_port):
+        lost += packets // degraded.CRC_EVERY + 1
+    if not lost:
+        return
+    for end, name in ((server, "out_of_sequence"), (client, "packet_seq_err")):
+        hw = end.host.rdma_cfg.setdefault(end.dev.name, {}).setdefault("counters", {})
+        assert isinstance(hw, dict)
+        hw[name] = int(hw.get(name, 0)) + lost
 
 
 @command("ethtool")

@@ -6,7 +6,7 @@ import zlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from wizard.lab import ib, rdma
+from wizard.lab import degraded, ib, rdma
 
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
@@ -56,8 +56,9 @@ class End:
 class Link:
     """What the pair of ports gives a test: speed, MTU and whether its traffic class is lossless on both sides."""
 
-    speed_gbps: float
+    speed_gbps: float  # the slowest link on the way: both ports (as trained) and a slow uplink between them
     mtu: int
+    cable_share: float = 1.0  # share of it a bad cable on either port leaves (wizard/lab/degraded.py)
     priority: dict[str, int] = field(default_factory=dict)  # host -> priority the test's DSCP maps to
     lossless: dict[str, bool] = field(default_factory=dict)  # host -> PFC on that priority
 
@@ -67,9 +68,10 @@ class Link:
 
 
 def link_between(a: End, b: End, tclass: int) -> Link:
-    speed = min(_speed(a), _speed(b))
+    speed = min(_speed(a), _speed(b), _uplinks_gbps(a, b))
     mtu = min(rdma.active_mtu(a.host, a.dev), rdma.active_mtu(b.host, b.dev))
-    link = Link(speed, mtu)
+    share = 1.0 if a.ib or b.ib else min(degraded.cable_share(e.host, e.dev.port_indices[0]) for e in (a, b))
+    link = Link(speed, mtu, share)
     if a.ib and b.ib:
         # InfiniBand links are lossless by credit-based flow control (IBTA vol. 1, 7.9): no PFC to configure
         link.lossless = {a.host.name: True, b.host.name: True}
@@ -84,7 +86,16 @@ def link_between(a: End, b: End, tclass: int) -> Link:
 def _speed(end: End) -> float:
     if end.ib:  # the trained rate: a port at 1X carries a quarter
         return ib.view(end.host, end.dev.port_indices[0]).rate_gbps
-    return end.host.profile.card_of(end.dev.port_indices[0]).model.speed_mbps / 1000
+    return degraded.speed_mbps(end.host, end.dev.port_indices[0]) / 1000  # a port trained down carries less
+
+
+def _uplinks_gbps(a: End, b: End) -> float:
+    """The rate of a slow leaf-spine uplink the pair's ECMP path crosses (inf when none is slow or no switches)."""
+    switches = getattr(getattr(a.host.lab, "fabric", None), "switches", None)
+    if switches is None:
+        return float("inf")
+    limit = switches.path_gbps((a.host.name, a.dev.port_indices[0]), (b.host.name, b.dev.port_indices[0]))
+    return float("inf") if limit is None else limit
 
 
 def qos_of(end: End, tclass: int) -> tuple[int, bool]:
@@ -110,7 +121,7 @@ def jitter(*keys: object) -> float:
 
 def rate_gbps(link: Link, size: int, *, together: bool, key: object) -> float:
     """Average Gb/s of an ib_write_bw at message size ``size``."""
-    ceiling = link.speed_gbps * efficiency(link.mtu) * jitter(key)
+    ceiling = link.speed_gbps * efficiency(link.mtu) * jitter(key) * link.cable_share
     if not link.all_lossless:
         ceiling *= LOSSY_FACTOR["together" if together else "alone"]
     return min(ceiling, size * 8 * MPPS / 1000)

@@ -42,8 +42,8 @@ def lab_answers(names: list[str], endpoints: dict[str, tuple[str, int]], key: Pa
 def rails16_answers(
     endpoints: dict[str, tuple[str, int]], key: Path, known_hosts: Path, profile: str = "rails-16"
 ) -> dict:
-    """The profile's shipped answers (assets/answers.<profile>.yaml) with the hosts and SSH settings pointing at the
-    served lab."""
+    """The profile's answers (assets/answers.<profile>.yaml; rails-N's made from rails-16's) with the hosts and SSH
+    settings pointing at the served lab."""
     from wizard.answers.profiles import demo_answers
 
     doc, _ = yamlio.load_with_lines(demo_answers(profile).read_text(encoding="utf-8"))
@@ -65,6 +65,7 @@ async def serve_lab(
     profile: str | None = None,
     switch_os: str | None = None,
 ) -> int:
+    from wizard.answers.profiles import rails_hosts
     from wizard.lab import Lab, parse_fault
 
     if hosts < 1 or hosts > 4096:
@@ -74,8 +75,9 @@ async def serve_lab(
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     try:
-        if profile == "rails-16":
-            lab = Lab.rails16(faults=parsed, switch_os=switch_os)
+        count = rails_hosts(profile)
+        if count is not None:
+            lab = Lab.rails(count, faults=parsed, switch_os=switch_os)
         elif profile == "ib-seed003":
             lab = Lab.ib_seed003(faults=parsed)
         elif hosts == 2:
@@ -96,8 +98,8 @@ async def serve_lab(
         if write_answers is not None:
             creds = write_answers.parent / f"{write_answers.stem}-lab"
             key, known = lab.write_credentials(creds)
-            if profile in ("rails-16", "ib-seed003"):
-                doc = rails16_answers(endpoints, key, known, profile)
+            if count is not None or profile == "ib-seed003":
+                doc = rails16_answers(endpoints, key, known, str(profile))
             else:
                 doc = lab_answers(list(lab.names), endpoints, key, known)
             header = "# SIMULATED cluster served by `roce-wizard lab serve`; valid only while it runs.\n"

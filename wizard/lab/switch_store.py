@@ -40,10 +40,8 @@ def restore_switches(lab: Lab, directory: Path) -> None:
         save_switches(lab)
         return
     if saved_os != lab.switch_os:
-        from wizard.lab.fabric import Fabric
-
         lab.switch_os = saved_os
-        lab.fabric = Fabric.leaf_rails(lab.names, lab.data_netdevs, lab.faults, saved_os, lab.switch_os_of)
+        lab.fabric = lab.leaf_fabric(saved_os)
         fab = lab.fabric.switches
         assert fab is not None
     saved_of = doc.get("os_of", {})
@@ -82,7 +80,7 @@ def apply_file(lab: Lab, switch: str, text: str) -> switch_os.LoadResult:
     """Load a configuration file into one switch the way its NOS does, and save what it accepted."""
     fab = lab.fabric.switches
     if fab is None:
-        raise ValueError("this lab has no modelled switches (--profile rails-16)")
+        raise ValueError("this lab has no modelled switches (--profile rails-N)")
     if switch not in fab.switches or fab.switches[switch].role == "mgmt":
         names = ", ".join(n for n, s in fab.switches.items() if s.role != "mgmt")
         raise ValueError(f"no switch {switch!r} in the simulated fabric (switches: {names})")

@@ -1,4 +1,5 @@
-"""Simulated switches of a rail-optimized fabric: leaf-r<i> per rail, spine-0, their ports' QoS and LLDP state.
+"""Simulated switches of a rail-optimized fabric: leaves per rail (and per scalable unit), spines, their ports' QoS
+and LLDP state, the leaf-spine uplinks and the path a flow takes (built by wizard/lab/rail_fabric.py).
 
 Each leaf and the spine run a NOS model (wizard/lab/switch_os: Cumulus Linux, SONiC or EOS): it names the ports,
 decides what LLDP advertises, and starts from that NOS's documented defaults, which carry no lossless class for
@@ -11,8 +12,8 @@ on a host only as jumbo frames that get no answer.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from ipaddress import IPv4Interface
 
 from wizard.lab.faults import Fault
 
@@ -79,6 +80,9 @@ class Switch:
     mgmt_ip: str
     role: str  # leaf | spine | mgmt
     rail: int | None = None
+    su: int | None = None  # a leaf's scalable unit (0-based)
+    segment: str | None = None  # a leaf's L2 segment: its rail's VLAN, or the rail's VNI stretched over its SUs
+    gateway: IPv4Interface | None = None  # the rail gateway a leaf answers on (anycast: every leaf of the rail)
     descr: str = CUMULUS_DESCR
     ports: dict[str, SwitchPort] = field(default_factory=dict)
     os: str = "cumulus"
@@ -101,14 +105,26 @@ class Switch:
 
 
 @dataclass
+class Uplink:
+    """One leaf-spine cable: the leaf's port, the spine's port and the rate the link trained at (both ways)."""
+
+    leaf_port: SwitchPort
+    spine_port: SwitchPort
+    line_gbps: float
+    gbps: float  # below line_gbps under the degraded_uplink fault
+
+
+@dataclass
 class SwitchFabric:
-    """The switches of a rail fabric and which switch port every host port is cabled to."""
+    """The switches of a rail fabric, which switch port every host port is cabled to, and the leaf-spine uplinks."""
 
     switches: dict[str, Switch] = field(default_factory=dict)
     attach: dict[PortRef, SwitchPort] = field(default_factory=dict)
     mgmt_attach: dict[str, SwitchPort] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     netdevs: list[str] = field(default_factory=list)
+    spines: list[str] = field(default_factory=list)  # in ECMP order
+    links: dict[tuple[str, str], Uplink] = field(default_factory=dict)  # (leaf, spine) -> their cable
 
     def storming(self, ref: PortRef) -> bool:
         """Whether the host port sends a PFC pause storm (fault ``pfc_storm``)."""
@@ -116,29 +132,46 @@ class SwitchFabric:
             f.kind == "pfc_storm" and f.host == ref[0] and fault_rail(f, self.netdevs) == ref[1] for f in self.faults
         )
 
-    def leaf(self, rail: int) -> Switch:
-        return self.switches[f"leaf-r{rail}"]
+    def leaf(self, rail: int, su: int = 0) -> Switch:
+        """The leaf of ``rail`` in scalable unit ``su`` (one-SU fabrics: leaf-r<rail>)."""
+        return next(s for s in self.switches.values() if s.role == "leaf" and s.rail == rail and (s.su or 0) == su)
 
     def port_of(self, ref: PortRef) -> SwitchPort | None:
         return self.attach.get(ref)
 
+    def spine_between(self, a: PortRef, b: PortRef) -> str | None:
+        """The spine a flow between two host ports on different leaves crosses (the ECMP hash of
+        wizard/lab/rails_plan.py); None when they share a leaf or one is not cabled."""
+        from wizard.lab.rails_plan import ecmp_spine
+
+        pa, pb = self.port_of(a), self.port_of(b)
+        if pa is None or pb is None or pa.switch == pb.switch or not self.spines:
+            return None
+        return self.spines[ecmp_spine(a, b, len(self.spines))]
+
+    def uplinks_between(self, a: PortRef, b: PortRef) -> list[Uplink]:
+        """The two uplinks (source leaf's, destination leaf's) a flow between two host ports crosses, in path order."""
+        spine = self.spine_between(a, b)
+        if spine is None:
+            return []
+        pa, pb = self.attach[a], self.attach[b]
+        return [self.links[(pa.switch, spine)], self.links[(pb.switch, spine)]]
+
     def path(self, a: PortRef, b: PortRef) -> list[SwitchPort]:
         """The switch ports a packet from host port ``a`` to ``b`` crosses: the two leaf ports, and between two
-        leaves each leaf's uplink and the spine's ports toward both."""
+        leaves each leaf's uplink to the spine the pair hashes to and that spine's ports toward both leaves."""
         pa, pb = self.port_of(a), self.port_of(b)
         ports = [p for p in (pa, pb) if p is not None]
-        if pa is None or pb is None or pa.switch == pb.switch:
+        links = self.uplinks_between(a, b)
+        if not links:
             return ports
-        hops = []
-        for leaf in (self.switches[pa.switch], self.switches[pb.switch]):
-            hops += [leaf.ports[u] for u in leaf.uplinks]
-            for spine in (s for s in self.switches.values() if s.role == "spine"):
-                hops += [spine.ports[u] for u in spine.uplinks if spine.ports[u].descr.endswith(leaf.name)]
-        return [pa, *hops, pb]
+        hops = [port for link in links for port in (link.leaf_port, link.spine_port)]
+        return [ports[0], *hops, ports[1]]
 
-
-def _chassis_mac(n: int) -> str:
-    return f"1c:34:da:{(n >> 8) & 0xFF:02x}:{n & 0xFF:02x}:00"
+    def path_gbps(self, a: PortRef, b: PortRef) -> float | None:
+        """The slowest uplink rate on the path when an uplink there trained below its line rate (None otherwise)."""
+        slow = [link.gbps for link in self.uplinks_between(a, b) if link.gbps < link.line_gbps]
+        return min(slow) if slow else None
 
 
 def fault_rail(f: Fault, netdevs: list[str]) -> int:
@@ -148,86 +181,6 @@ def fault_rail(f: Fault, netdevs: list[str]) -> int:
     if f.arg not in netdevs:
         raise ValueError(f"fault {f}: {f.arg!r} is not a data port of the profile ({', '.join(netdevs)})")
     return netdevs.index(f.arg)
-
-
-def _target_port(faults: list[Fault], host: str, rail: int, netdevs: list[str]) -> bool:
-    """Whether ``wrong_leaf`` moves this host port's cable."""
-    return any(f.host == host and f.kind == "wrong_leaf" and fault_rail(f, netdevs) == rail for f in faults)
-
-
-UPLINK_INDEX = 64  # a leaf's port toward the spine on a 64-port leaf (hosts from port 1, the spine on the last)
-
-
-def rail_fabric(
-    hosts: list[str],
-    netdevs: list[str],
-    faults: Iterable[Fault] = (),
-    switch_os: str = "cumulus",
-    os_of: Mapping[str, str] | None = None,
-) -> SwitchFabric:
-    """Leaves ``leaf-r0..`` (one per rail, front ports 1..N = host 1..N), ``spine-0`` and a management switch,
-    every leaf and the spine running ``switch_os`` (the NOS's port names: swp5, Ethernet32 alias etp5, Ethernet5/1),
-    or the one ``os_of`` names for it (the answers' switches.os_of: a mixed fabric).
-
-    ``netdevs`` are the data ports of a host in rail order. Faults change the cabling or the leaf port state:
-    ``wrong_leaf`` moves the cable of one host port to a spare port of the next rail's leaf (port N+k), so LLDP
-    names that leaf and the port sits in the wrong rail's segment; ``switch_pfc_off``/``switch_mtu``/
-    ``switch_ecn_off`` change the leaf port the host port is cabled to, on top of what was loaded.
-    """
-    from wizard.lab.switch_os import descr_of, rebuild
-
-    faults = list(faults)
-    fab = SwitchFabric(faults=faults, netdevs=list(netdevs))
-    nrails, nhosts = len(netdevs), len(hosts)
-    # A leaf has its front ports whether cabled or not (a file naming a spare port loads): 64, or enough for every
-    # host twice (its own port and a wrong_leaf spare), the last one toward the spine.
-    radix = max(UPLINK_INDEX, 2 * nhosts + 1)
-    os_of = dict(os_of or {})
-
-    def nos(name: str) -> str:
-        return os_of.get(name, switch_os)
-
-    spine = Switch(
-        "spine-0", _chassis_mac(100), "10.0.255.100", "spine", os=nos("spine-0"), descr=descr_of(nos("spine-0"))
-    )
-    fab.switches[spine.name] = spine
-    for rail in range(nrails):
-        leaf = Switch(
-            f"leaf-r{rail}", _chassis_mac(rail + 1), f"10.0.255.{rail + 1}", "leaf", rail=rail,
-            os=nos(f"leaf-r{rail}"), descr=descr_of(nos(f"leaf-r{rail}")),
-        )  # fmt: skip
-        fab.switches[leaf.name] = leaf
-        for index in range(1, radix):
-            leaf.front(index)
-        up = leaf.front(radix)
-        up.descr = f"uplink to {spine.name}"
-        leaf.uplinks.append(up.port)
-        down = spine.front(rail + 1)
-        down.descr = f"downlink to {leaf.name}"
-        spine.uplinks.append(down.port)
-    mgmt = Switch(
-        "mgmt-sw-0",
-        _chassis_mac(200),
-        "10.0.255.200",
-        "mgmt",
-        descr="Cumulus Linux version 5.9.1 running on Nvidia SN2201",
-    )
-    fab.switches[mgmt.name] = mgmt
-    for k, host in enumerate(hosts, start=1):
-        mport = mgmt.front(k)
-        mport.descr = f"{host} eno1"
-        fab.mgmt_attach[host] = mport
-        for rail in range(nrails):
-            if _target_port(faults, host, rail, netdevs):
-                sp = fab.leaf((rail + 1) % nrails).front(nhosts + k)
-            else:
-                sp = fab.leaf(rail).front(k)
-            sp.descr = f"{host} {netdevs[rail]}"
-            sp.peer = (host, rail)
-            fab.attach[(host, rail)] = sp
-    for switch in fab.switches.values():
-        rebuild(fab, switch)
-    return fab
 
 
 def apply_faults(fab: SwitchFabric, switch: Switch) -> None:
@@ -246,6 +199,7 @@ def apply_faults(fab: SwitchFabric, switch: Switch) -> None:
             sp.ecn_prios.clear()
 
 
-def segment_of(sp: SwitchPort) -> str:
-    """The L2 segment (rail VLAN) a switch port belongs to: its leaf."""
-    return sp.switch
+def segment_of(fab: SwitchFabric, sp: SwitchPort) -> str:
+    """The L2 segment a switch port belongs to: its leaf's rail segment (one leaf's VLAN, or the rail's VNI across
+    SUs), else the switch itself."""
+    return fab.switches[sp.switch].segment or sp.switch

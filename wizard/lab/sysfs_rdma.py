@@ -6,7 +6,7 @@ import errno
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from wizard.lab import ib, rdma
+from wizard.lab import degraded, ib, rdma
 from wizard.lab.gids import ZERO_GID
 from wizard.lab.nodes import DynDir, DynFile, FsError, Node, Symlink
 from wizard.lab.sysfs_util import _const, _dir, _indexed, _int_writer, _ro
@@ -98,11 +98,10 @@ class RdmaSysfs:
             if rdma.is_ib(host, dev):
                 return common | self._ib_port_state(dev)
             active = rdma.port_active(host, dev)
-            speed = host.profile.card_of(dev.port_indices[0]).model.speed_mbps // 1000
             return common | {
                 "state": _const("4: ACTIVE" if active else "1: DOWN"),
                 "phys_state": _const("5: LinkUp" if active else "3: Disabled"),
-                "rate": _const(f"{speed} Gb/sec ({dev.card.model.rate_width})" if active else "10 Gb/sec (4X SDR)"),
+                "rate": _const(degraded.rate_text(host, dev.port_indices[0]) if active else "10 Gb/sec (4X SDR)"),
                 "link_layer": _const(rdma.link_layer(host, dev)),
                 "lid": _const("0x0"),
                 "sm_lid": _const("0x0"),

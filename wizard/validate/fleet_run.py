@@ -64,13 +64,13 @@ async def run_fleet(v: Validation, fabric: FabricMap | None = None) -> None:
     for number, (r, record) in enumerate(zip(schedule, budget.rounds, strict=True)):
         if budget.budget_s is not None and clock.used + record.seconds > budget.budget_s:
             budget.stopped = (
-                f"budget: {clock.used:.0f} of {budget.budget_s:.0f} s used, round {number + 1} ({r.kind}, "
-                f"{record.seconds:.0f} s) would not fit; {len(schedule) - number} of {len(schedule)} rounds not run"
+                f"budget: {clock.used:g} of {budget.budget_s:g} s used, round {number + 1} ({r.kind}, "
+                f"{record.seconds:g} s) would not fit; {len(schedule) - number} of {len(schedule)} rounds not run"
             )
             v.emit("phase", {"name": "budget", "text": budget.stopped})
             break
         v.emit("phase", {"name": "round", "text": f"round {number + 1}/{len(schedule)}, {r.kind}: {r.why} "
-                         f"({r.size} tests, about {record.seconds:.0f} s)"})  # fmt: skip
+                         f"({r.size} tests, about {record.seconds:g} s)"})  # fmt: skip
         await clock.charge(record.seconds, _round(v, r, number))
         record.ran = True
         budget.used_s = round(clock.used, 1)

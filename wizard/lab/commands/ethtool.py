@@ -45,9 +45,11 @@ def settings(ctx: Ctx, dev: Netdev) -> str:
         ]
         return "\n".join(lines) + "\n"
     if dev.port_index is not None:
+        from wizard.lab.degraded import speed_mbps
+
         model = host.profile.card_of(dev.port_index).model
         modes, ports, port, fec = model.link_modes, "[ Backplane ]", "Direct Attach Copper", model.fec_modes
-        speed, lanes = model.speed_mbps, model.lanes
+        speed, lanes = speed_mbps(host, dev.port_index), model.lanes  # the rate it trained at (fault degraded)
     else:
         modes, ports, port, fec = INTEL_MODES, "[ FIBRE ]", "FIBRE", "Not reported"
         speed, lanes = host.profile.mgmt.speed_mbps, 0

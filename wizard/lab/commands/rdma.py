@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from wizard.lab import ib
+from wizard.lab import degraded, ib
 from wizard.lab import rdma as R
 from wizard.lab.commands import command
 from wizard.lab.gids import ROCE_V2, compact
@@ -248,7 +248,7 @@ async def ibstat(ctx: Ctx) -> int:
             ctx.print(_ibstat_ib(ctx, d))
             continue
         active = R.port_active(host, d)
-        speed = d.card.model.speed_mbps // 1000
+        speed = degraded.speed_mbps(host, d.port_indices[0]) // 1000  # as trained (fault degraded)
         mac = host.netdevs[d.netdev].mac if d.netdev in host.netdevs else d.port.mac
         ctx.print(
             f"CA '{d.name}'\n\tCA type: {d.card.model.ca_type}\n\tNumber of ports: 1\n"
@@ -299,8 +299,7 @@ async def ibstatus(ctx: Ctx) -> int:
         active = R.port_active(host, d)
         table = R.gid_table(host, d)
         gid = table.slots[0].gid if table.slots[0] else "0000:0000:0000:0000:0000:0000:0000:0000"
-        width = d.card.model.rate_width
-        rate = f"{d.card.model.speed_mbps // 1000} Gb/sec ({width})" if active else "10 Gb/sec (4X SDR)"
+        rate = degraded.rate_text(host, d.port_indices[0]) if active else "10 Gb/sec (4X SDR)"
         ctx.print(
             f"Infiniband device '{d.name}' port 1 status:\n\tdefault gid:\t {gid}\n\tbase lid:\t 0x0\n"
             f"\tsm lid:\t\t 0x0\n\tstate:\t\t {'4: ACTIVE' if active else '1: DOWN'}\n"
