@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from wizard.validate.fabric_map import FabricMap, PortPlace
-from wizard.validate.quick import Round
-from wizard.validate.suspects import Flow
+from wizard.validate.fleet_model import Budget, FleetSummary, RoundRecord
+from wizard.validate.fleet_run import coverage
+from wizard.validate.model import RailEnd, RailResult, Report
+from wizard.validate.quick import Round, quick_rounds
+from wizard.validate.suspects import Flow, flows_of, infer
 
 LINE = 400.0
 
@@ -26,12 +30,16 @@ class PaperFabric:
     bad_leaves: set[str] = field(default_factory=set)
     bad_uplinks: dict[str, int] = field(default_factory=dict)  # leaf -> the spine whose uplink is slow
 
-    @property
+    @cached_property
     def hosts(self) -> list[str]:
         return [f"gpu-{i + 1:04d}" for i in range(self.hosts_n)]
 
+    @cached_property
+    def _number(self) -> dict[str, int]:
+        return {h: i for i, h in enumerate(self.hosts)}
+
     def leaf(self, host: str, rail: int) -> str:
-        return f"leaf-su{(self.hosts.index(host) // self.su) + 1:02d}-r{rail}"
+        return f"leaf-su{(self._number[host] // self.su) + 1:02d}-r{rail}"
 
     def fabric(self) -> FabricMap:
         places = []
@@ -71,3 +79,32 @@ class PaperFabric:
             for a, b in r.cross:
                 flows += [self.flow((a, i), (b, (i + 1) % self.rails)) for i in range(self.rails)]
         return flows
+
+
+def paper_report(paper: PaperFabric, schedule: list[Round] | None = None) -> Report:
+    """A saved-run-shaped report of the quick schedule on the paper fabric: its pair and cross-rail results (with
+    the leaves LLDP would give), the budget and coverage, and the suspects inferred from them."""
+    fabric = paper.fabric()
+    schedule = schedule if schedule is not None else quick_rounds(fabric)
+    report = Report(simulated=True, cluster=f"paper-{paper.hosts_n}", hosts=paper.hosts,
+                    started="2026-11-29T08:00:00+00:00", finished="2026-11-29T08:05:00+00:00")  # fmt: skip
+
+    def end(host: str, rail: int) -> RailEnd:
+        place = fabric.place(host, rail)
+        assert place is not None
+        return RailEnd(host=host, netdev=place.netdev, device=f"mlx5_{rail}", speed_gbps=place.speed_gbps,
+                       leaf=place.leaf, leaf_port=place.leaf_port)  # fmt: skip
+
+    for f in paper.run(schedule):
+        cross = f.a[1] != f.b[1]
+        x = RailResult(rail=f.a[1], peer_rail=f.b[1] if cross else None, client=end(*f.a), server=end(*f.b),
+                       mode="cross" if cross else "together", gbps=f.gbps, expected_gbps=f.expected,
+                       status="pass" if f.ok else "fail")  # fmt: skip
+        (report.cross_rail if cross else report.together).append(x)
+    budget = Budget(mode="quick", rounds=[RoundRecord(kind=r.kind, why=r.why, pairs=r.size, seconds=4.5, ran=True)
+                                          for r in schedule])  # fmt: skip
+    budget.used_s = 4.5 * len(schedule)
+    flows = flows_of(report.together + report.cross_rail)
+    report.fleet = FleetSummary(budget=budget, coverage=coverage(fabric, flows), suspects=infer(flows, fabric))
+    report.verdict = "fail" if report.fleet.suspects else "pass"
+    return report

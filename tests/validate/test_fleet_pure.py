@@ -9,9 +9,10 @@ from collections import Counter
 
 import pytest
 
-from tests.validate.fleet_model_fabric import LINE, PaperFabric
+from tests.validate.fleet_model_fabric import LINE, PaperFabric, paper_report
 from wizard.cli.bwtest import duration_arg
 from wizard.validate.fleet_model import Suspect
+from wizard.validate.html_report import render
 from wizard.validate.quick import quick_rounds
 from wizard.validate.retest import judge_retest, retest_rounds
 from wizard.validate.suspects import infer
@@ -119,3 +120,16 @@ def test_a_budget_reads_as_a_duration(text: str, seconds: float) -> None:
 def test_a_budget_that_is_not_a_duration_is_refused(text: str) -> None:
     with pytest.raises(argparse.ArgumentTypeError):
         duration_arg(text)
+
+
+def test_the_html_report_of_a_1024_host_run_lists_suspects_and_leaves_and_draws_no_host_grid() -> None:
+    paper = PaperFabric(1024, su=32, rails=8, spines=8)
+    paper.bad_ports[("gpu-0412", 3)] = 0.6 * LINE
+    paper.bad_uplinks["leaf-su07-r5"] = 3
+    html = render(paper_report(paper))
+    assert html.index("Suspects, most certain first") < html.index("Per leaf")
+    assert "leaf-su07-r5 uplinks" in html and "gpu-0412 rail 3 (enp3s0, leaf-su13-r3 swp28)" in html
+    assert "All host pairs: heat maps" not in html  # no host x host map: a table of the slow pairs instead
+    assert "1024 hosts (gpu-0001 .. gpu-1024)" in html
+    assert html.count("<details class='leaf'>") == 32 * 8
+    assert len(html) < 3_000_000
