@@ -195,7 +195,26 @@ async def serve(request: dict[str, Any], out: BinaryIO, stdin: BinaryIO) -> int:
     return await worker.run()
 
 
+def die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the screen's process dies, even while it is stopped (the screen
+    pauses it with SIGSTOP around a key, wizard/engine/worker_client.py), so none is left behind stopped."""
+    if sys.platform != "linux":
+        return
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1  # <linux/prctl.h>
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:  # the screen died before the prctl: nothing would kill this worker later
+        raise SystemExit(0)
+
+
 def main(argv: list[str] | None = None) -> int:
+    die_with_parent()
     args = list(sys.argv[1:] if argv is None else argv)
     if args[:1] == ["--nice"] and len(args) > 1:
         try:
