@@ -42,7 +42,8 @@ def _merge(per_group: list[list[list[tuple[str, str]]]], index: int) -> list[tup
 
 
 def _between(groups: list[list[str]], partner: int) -> list[tuple[str, str]]:
-    """Host k of SU g with host k of SU g+partner (g stepping by 2 from partner - 1, so no SU is in two pairs)."""
+    """Host k of SU g with host k of SU g+1 (g stepping by 2 from partner - 1, so no SU is in two pairs); the second
+    round (partner 2) pairs host k with host k+1 there, so even two SUs meet other peers and other spines."""
     pairs: list[tuple[str, str]] = []
     m = len(groups)
     used: set[int] = set()
@@ -51,7 +52,8 @@ def _between(groups: list[list[str]], partner: int) -> list[tuple[str, str]]:
         if a == b or a in used or b in used:
             continue
         used.update((a, b))
-        pairs.extend(zip(groups[a], groups[b], strict=False))
+        other = groups[b][partner - 1 :] + groups[b][: partner - 1]
+        pairs.extend(zip(groups[a], other, strict=False))
     return pairs
 
 
