@@ -49,7 +49,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--pair", metavar="A,B", help="(--cross-rail) client and server host (default: the first two)")
     fleet = p.add_argument_group("fleet validation (switched fabrics of any size)")
     fleet.add_argument("--quick", action="store_true", help="every host's every rail against a neighbour on its own "
-                       "leaves and a host on other leaves, plus a cross-rail canary per SU, in at most 6 rounds of "
+                       "leaves and a host on other leaves, plus a cross-rail canary per SU, in at most 7 rounds of "
                        "disjoint pairs for any host count; then the suspects (no sweeps, latency, NCCL)")  # fmt: skip
     fleet.add_argument("--budget", type=duration_arg, metavar="DURATION", help="stop cleanly before a round that would "
                        "not fit in this much fabric time (15m, 900s, 1h), most informative rounds first; the report "

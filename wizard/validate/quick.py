@@ -41,32 +41,37 @@ def _merge(per_group: list[list[list[tuple[str, str]]]], index: int) -> list[tup
     return [pair for rounds_of in per_group if index < len(rounds_of) for pair in rounds_of[index]]
 
 
-def _between(groups: list[list[str]], partner: int) -> list[tuple[str, str]]:
-    """Host k of SU g with host k of SU g+1 (g stepping by 2 from partner - 1, so no SU is in two pairs); the second
-    round (partner 2) pairs host k with host k+1 there, so even two SUs meet other peers and other spines."""
+def _between(groups: list[list[str]], unit_pairs: list[tuple[int, int]], shift: int) -> list[tuple[str, str]]:
+    """Host k of unit a with host k+shift of unit b, for each pair of units (a, b) of one round."""
     pairs: list[tuple[str, str]] = []
-    m = len(groups)
-    used: set[int] = set()
-    for g in range(partner - 1, m + partner - 1, 2):
-        a, b = g % m, (g + 1) % m
-        if a == b or a in used or b in used:
-            continue
-        used.update((a, b))
-        other = groups[b][partner - 1 :] + groups[b][: partner - 1]
+    for a, b in unit_pairs:
+        other = groups[b][shift % len(groups[b]) :] + groups[b][: shift % len(groups[b])]
         pairs.extend(zip(groups[a], other, strict=False))
     return pairs
+
+
+def _unit_rounds(count: int) -> list[list[tuple[int, int]]]:
+    """Units paired with their ring neighbours (at most three rounds): every unit meets two partner units, which is
+    what tells a slow uplink from its partner's. Two units meet twice, the second time with other hosts."""
+    if count == 2:
+        return [[(0, 1)], [(0, 1)]]
+    return ring_rounds(list(range(count)))  # type: ignore[arg-type]
 
 
 def quick_rounds(fabric: FabricMap) -> list[Round]:
     groups = fabric.groups()
     rings = [ring_rounds(g) for g in groups if len(g) >= 2]
     canaries = _canaries(groups) if max((fabric.rails(h) for h in fabric.hosts), default=0) >= 2 else []
+    units = _unit_rounds(len(groups))
+    cross = [_between(groups, unit_pairs, shift) for shift, unit_pairs in enumerate(units)]
+    cross += [[]] * (3 - len(cross))
     out = [
         Round("same-leaf", "every host port once, with a neighbour on its own leaves", _merge(rings, 0)),
-        Round("cross-leaf", "every host through the spine once, with a host of another SU", _between(groups, 1)),
+        Round("cross-leaf", "every host through the spine, with a host of another SU", cross[0]),
         Round("same-leaf", "a second neighbour: a port slow with both is the port, not its peer", _merge(rings, 1)),
         Round("cross-rail", "rail i to rail i+1 through the spine, a canary per SU", cross=canaries),
-        Round("cross-leaf", "a second partner SU: a slow uplink shows on one leaf only", _between(groups, 2)),
+        Round("cross-leaf", "a second partner SU: a slow uplink shows on one leaf only", cross[1]),
+        Round("cross-leaf", "the last partner SU of an odd number of SUs", cross[2]),
         Round("same-leaf", "the last neighbour of an odd SU", _merge(rings, 2)),
     ]
     return [r for r in out if r.size]
