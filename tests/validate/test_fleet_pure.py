@@ -133,3 +133,18 @@ def test_the_html_report_of_a_1024_host_run_lists_suspects_and_leaves_and_draws_
     assert "1024 hosts (gpu-0001 .. gpu-1024)" in html
     assert html.count("<details class='leaf'>") == 32 * 8
     assert len(html) < 3_000_000
+
+
+@pytest.mark.parametrize("units", [3, 5])
+def test_with_an_odd_number_of_units_every_unit_meets_two_partner_units(units: int) -> None:
+    paper = PaperFabric(units * 8, su=8, rails=2)
+    fabric = paper.fabric()
+    partners: dict[str, set[str]] = {}
+    for r in quick_rounds(fabric):
+        if r.kind == "cross-leaf":
+            for a, b in r.pairs:
+                ua, ub = fabric.group_of(a), fabric.group_of(b)
+                partners.setdefault(ua, set()).add(ub)
+                partners.setdefault(ub, set()).add(ua)
+    # One partner only leaves a slow uplink shared by two leaves ("leaf-su02-r5 or leaf-su03-r5 uplinks").
+    assert len(partners) == units and all(len(p) == 2 for p in partners.values()), partners
