@@ -148,3 +148,12 @@ def test_with_an_odd_number_of_units_every_unit_meets_two_partner_units(units: i
                 partners.setdefault(ub, set()).add(ua)
     # One partner only leaves a slow uplink shared by two leaves ("leaf-su02-r5 or leaf-su03-r5 uplinks").
     assert len(partners) == units and all(len(p) == 2 for p in partners.values()), partners
+
+
+def test_when_no_test_passes_the_suspect_is_what_they_all_share_not_every_host() -> None:
+    paper = PaperFabric(64, su=32, rails=4)
+    paper.bad_hosts.update(paper.hosts)  # as a broken perftest or rails without addresses would look
+    fabric = paper.fabric()
+    suspects = infer(paper.run(quick_rounds(fabric)), fabric)
+    assert [s.kind for s in suspects] == ["everything"]
+    assert suspects[0].part.startswith("all ") and "on 64 hosts" in suspects[0].part

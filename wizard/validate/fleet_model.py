@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SuspectKind = Literal["host_port", "host", "leaf", "uplink", "pair"]
+SuspectKind = Literal["everything", "host_port", "host", "leaf", "uplink", "pair"]
 
 
 class _Model(BaseModel):

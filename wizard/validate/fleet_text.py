@@ -7,6 +7,7 @@ from wizard.validate.fleet_model import Budget, Coverage, FleetSummary, Suspect
 from wizard.validate.history import describe
 
 KIND_WORDS = {
+    "everything": "every test",
     "host_port": "host port",
     "host": "host",
     "leaf": "leaf",

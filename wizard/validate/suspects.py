@@ -25,7 +25,8 @@ from wizard.validate.model import CounterDelta, RailResult
 Port = tuple[str, int]  # (host, rail)
 LEAF_SHARE = 0.75  # a leaf is the suspect when at least this share of its tested ports are bad (and 3 or more)
 CABLE_COUNTERS = ("rx_symbol_err_phy", "rx_crc_errors_phy", "rx_pcs_symbol_err_phy")
-ORDER = {"leaf": 0, "uplink": 1, "host": 2, "host_port": 3, "pair": 4}
+EVERYTHING_FLOWS = 8  # this many tests or more and none passed: the cause is common to all, not one part
+ORDER = {"everything": -1, "leaf": 0, "uplink": 1, "host": 2, "host_port": 3, "pair": 4}
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,22 @@ class Inference:
 
 def infer(flows: list[Flow], fabric: FabricMap, counters: list[CounterDelta] | None = None) -> list[Suspect]:
     """The suspects of one run, most certain and widest first."""
+    if len(flows) >= EVERYTHING_FLOWS and not any(f.ok for f in flows):
+        hosts = {p[0] for f in flows for p in (f.a, f.b)}
+        got = sum(1 for f in flows if f.gbps is not None)
+        return [
+            Suspect(
+                kind="everything",
+                part=f"all {len(flows)} tests on {len(hosts)} hosts",
+                evidence=[
+                    f"none passed ({got} gave a rate, {len(flows) - got} none): what every test shares is at "
+                    "fault, not one host, leaf or uplink",
+                    "look at the run's causes and lint: the rails' addresses and GIDs (stages network, roce), "
+                    "perftest itself, the switches' configuration",
+                ],  # fmt: skip
+                score=1.0,
+            )
+        ]
     inf = Inference(flows, fabric, counters)
     bad, unsure = inf.bad_ports()
     suspects: list[Suspect] = []
