@@ -4,8 +4,6 @@ is a few hundred leaf rows; no host x host grid is drawn."""
 
 from __future__ import annotations
 
-from collections import defaultdict
-from statistics import median
 from typing import Any
 
 from rich.markup import escape
@@ -17,8 +15,9 @@ from screens.vtable import VirtualTable
 from wizard.validate.fleet_model import Budget
 from wizard.validate.fleet_text import KIND_WORDS, coverage_line
 from wizard.validate.history import describe
+from wizard.validate.leaf_view import LeafRow, leaf_rows, slow_with
 from wizard.validate.model import Report
-from wizard.validate.suspects import Flow, flows_of
+from wizard.validate.suspects import flows_of
 
 BAR = 30
 
@@ -54,21 +53,6 @@ def fleet_summary(report: Report) -> str:
     return "\n".join(lines)
 
 
-def leaf_rows(flows: list[Flow]) -> tuple[list[list[str]], list[str], dict[str, list[Flow]]]:
-    by_leaf: dict[str, list[Flow]] = defaultdict(list)
-    for f in flows:
-        for leaf in {f.leaf_a, f.leaf_b}:
-            by_leaf[leaf or "(no LLDP)"].append(f)
-    order = sorted(by_leaf, key=lambda leaf: (-sum(1 for f in by_leaf[leaf] if not f.ok), leaf))
-    rows = []
-    for leaf in order:
-        mine = by_leaf[leaf]
-        rates = [f.gbps for f in mine if f.gbps is not None]
-        slow = sum(1 for f in mine if not f.ok)
-        rows.append([leaf, str(len(mine)), str(slow), f"{median(rates):.0f}" if rates else "-"])
-    return rows, order, by_leaf
-
-
 class FleetView(Vertical):
     DEFAULT_CSS = """
     FleetView #fleet-summary { height: auto; max-height: 16; }
@@ -78,7 +62,7 @@ class FleetView(Vertical):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self._by_leaf: dict[str, list[Flow]] = {}
+        self._rows: dict[str, LeafRow] = {}
 
     def compose(self) -> ComposeResult:
         yield Static("", id="fleet-summary")
@@ -87,10 +71,15 @@ class FleetView(Vertical):
 
     def show(self, report: Report) -> None:
         self.query_one("#fleet-summary", Static).update(fleet_summary(report))
-        rows, keys, self._by_leaf = leaf_rows(flows_of(report.together + report.cross_rail))
-        self.query_one("#fleet-leaves", VirtualTable).set_rows(rows, keys)
-        if keys:
-            self._ports(keys[0])
+        rows = leaf_rows(flows_of(report.together + report.cross_rail))
+        self._rows = {row.leaf: row for row in rows}
+        cells = [
+            [r.leaf, str(len(r.flows)), str(r.slow), f"{r.median_gbps:.0f}" if r.median_gbps is not None else "-"]
+            for r in rows
+        ]
+        self.query_one("#fleet-leaves", VirtualTable).set_rows(cells, [r.leaf for r in rows])
+        if rows:
+            self._ports(rows[0].leaf)
 
     def on_virtual_table_row_highlighted(self, event: VirtualTable.RowHighlighted) -> None:
         event.stop()
@@ -98,15 +87,10 @@ class FleetView(Vertical):
             self._ports(event.key)
 
     def _ports(self, leaf: str) -> None:
-        ports: dict[tuple[str, int], list[Flow]] = defaultdict(list)
-        for f in self._by_leaf.get(leaf, []):
-            for port, side in ((f.a, f.leaf_a), (f.b, f.leaf_b)):
-                if (side or "(no LLDP)") == leaf:
-                    ports[port].append(f)
+        row = self._rows.get(leaf)
         lines = [f"[b]{escape(leaf)}[/]: its host ports (slow ones first)"]
-        for (host, rail), mine in sorted(ports.items(), key=lambda kv: (all(f.ok for f in kv[1]), kv[0])):
-            slow = [f for f in mine if not f.ok]
-            tail = ", ".join(f"{f.other((host, rail))[0]} {f.rate()}" for f in slow[:2]) if slow else "fast"
-            mark = "[red]✘[/]" if slow else "[green]✔[/]"
+        for (host, rail), mine in row.ports() if row is not None else []:
+            tail = slow_with((host, rail), mine, 2) or "fast"
+            mark = "[green]✔[/]" if tail == "fast" else "[red]✘[/]"
             lines.append(f"  {mark} {escape(host)} rail {rail}: {len(mine)} flows, {escape(tail)}")
         self.query_one("#fleet-ports", Static).update("\n".join(lines[:12]))

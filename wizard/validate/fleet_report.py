@@ -4,13 +4,12 @@ square of the hosts: a 1,000-host run is a few hundred leaf rows, not a million-
 
 from __future__ import annotations
 
-from collections import defaultdict
 from html import escape
-from statistics import median
 
 from wizard.validate.fleet_model import FleetSummary
 from wizard.validate.fleet_text import KIND_WORDS, budget_line, coverage_line
 from wizard.validate.history import describe
+from wizard.validate.leaf_view import LeafRow, leaf_rows, slow_with
 from wizard.validate.model import Report
 from wizard.validate.suspects import Flow, flows_of
 
@@ -81,40 +80,25 @@ def _budget(f: FleetSummary) -> str:
 
 def _leaves(flows: list[Flow]) -> str:
     """Per leaf: flows through it, the slow ones, the median rate; opened, its host ports."""
-    by_leaf: dict[str, list[Flow]] = defaultdict(list)
-    for f in flows:
-        for leaf in {f.leaf_a, f.leaf_b}:
-            by_leaf[leaf or "(no LLDP)"].append(f)
-    if not by_leaf:
+    rows = leaf_rows(flows)
+    if not rows:
         return ""
     out = ["<h3>Per leaf</h3><p class='small'>Slowest leaves first; open one for its host ports.</p>"]
-
-    def worst(leaf: str) -> tuple[int, str]:
-        return (-sum(1 for f in by_leaf[leaf] if not f.ok), leaf)
-
-    for leaf in sorted(by_leaf, key=worst):
-        mine = by_leaf[leaf]
-        slow = sum(1 for f in mine if not f.ok)
-        rates = [f.gbps for f in mine if f.gbps is not None]
-        mid = f"{median(rates):.0f} Gb/s median" if rates else "no rate"
-        mark = " class='slow'" if slow else ""
-        out.append(f"<details class='leaf'><summary><b>{escape(leaf)}</b>: {len(mine)} flows, "
-                   f"<span{mark}>{slow} slow</span>, {mid}</summary>{_ports(leaf, mine)}</details>")  # fmt: skip
+    for row in rows:
+        mid = f"{row.median_gbps:.0f} Gb/s median" if row.median_gbps is not None else "no rate"
+        mark = " class='slow'" if row.slow else ""
+        out.append(f"<details class='leaf'><summary><b>{escape(row.leaf)}</b>: {len(row.flows)} flows, "
+                   f"<span{mark}>{row.slow} slow</span>, {mid}</summary>{_ports(row)}</details>")  # fmt: skip
     return "".join(out)
 
 
-def _ports(leaf: str, flows: list[Flow]) -> str:
-    rows: dict[tuple[str, int], list[Flow]] = defaultdict(list)
-    for f in flows:
-        for port, side in ((f.a, f.leaf_a), (f.b, f.leaf_b)):
-            if (side or "(no LLDP)") == leaf:
-                rows[port].append(f)
+def _ports(row: LeafRow) -> str:
     body = []
-    for (host, rail), mine in sorted(rows.items()):
-        slow = [f for f in mine if not f.ok]
+    for (host, rail), mine in row.ports():
+        slow = sum(1 for f in mine if not f.ok)
         cls = " class='slow'" if slow else ""
-        peers = ", ".join(f"{f.other((host, rail))[0]} {f.rate()}" for f in slow[:3]) or "all fast"
-        body.append(f"<tr><td>{escape(host)}</td><td>{rail}</td><td>{len(mine)}</td><td{cls}>{len(slow)}</td>"
+        peers = slow_with((host, rail), mine, 3) or "all fast"
+        body.append(f"<tr><td>{escape(host)}</td><td>{rail}</td><td>{len(mine)}</td><td{cls}>{slow}</td>"
                     f"<td>{escape(peers)}</td></tr>")  # fmt: skip
     head = "<tr><th>host</th><th>rail</th><th>flows</th><th>slow</th><th>slow with</th></tr>"
     return f"<table>{head}{''.join(body)}</table>"
