@@ -50,8 +50,9 @@ class Flow:
         return self.b if port == self.a else self.a
 
     def rate(self) -> str:
-        got = f"{self.gbps:.0f}" if self.gbps is not None else "no result"
-        return f"{got} of {self.expected:.0f} Gb/s" if self.expected else got
+        if self.gbps is None:
+            return "no result"
+        return f"{self.gbps:.0f} of {self.expected:.0f} Gb/s" if self.expected else f"{self.gbps:.0f} Gb/s"
 
 
 def flows_of(results: list[RailResult]) -> list[Flow]:
