@@ -15,7 +15,7 @@ from wizard.validate.fleet_model import Suspect
 from wizard.validate.html_report import render
 from wizard.validate.quick import quick_rounds
 from wizard.validate.retest import judge_retest, retest_rounds
-from wizard.validate.suspects import infer
+from wizard.validate.suspects import Flow, infer
 
 
 def _parts(suspects: list[Suspect]) -> set[tuple[str, str | None, int | None, str | None]]:
@@ -157,3 +157,15 @@ def test_when_no_test_passes_the_suspect_is_what_they_all_share_not_every_host()
     suspects = infer(paper.run(quick_rounds(fabric)), fabric)
     assert [s.kind for s in suspects] == ["everything"]
     assert suspects[0].part.startswith("all ") and "on 64 hosts" in suspects[0].part
+
+
+def test_a_pair_whose_test_failed_on_every_rail_is_one_suspect_not_one_per_rail() -> None:
+    paper = PaperFabric(6, su=6, rails=4)
+    fabric = paper.fabric()
+    cut = {"gpu-0003", "gpu-0004"}  # their test lost its connection: no result on any rail
+    flows = [
+        Flow(f.a, f.b, None, f.expected, False, f.leaf_a, f.leaf_b) if {f.a[0], f.b[0]} == cut else f
+        for f in paper.run(quick_rounds(fabric))
+    ]
+    suspects = infer(flows, fabric)
+    assert [(s.kind, s.part) for s in suspects] == [("pair", "gpu-0003 to gpu-0004, rails 0, 1, 2, 3")]

@@ -184,18 +184,32 @@ def infer(flows: list[Flow], fabric: FabricMap, counters: list[CounterDelta] | N
                 score=0.5,
             )
         )
+    # Slow on one leaf while both ports are fast with other peers: one suspect per host pair, whatever the number of
+    # rails (a connection cut during the pair's test fails all its rails at once; eight lines said it eight times).
+    by_pair: dict[tuple[str, str], list[Flow]] = defaultdict(list)
     for f in rest:
         if not f.cross and f.a not in unsure_ports:
-            suspects.append(
-                Suspect(
-                    kind="pair",
-                    part=f"{fabric.describe(*f.a)} to {fabric.describe(*f.b)}",
-                    host=f.a[0],
-                    rail=f.a[1],
-                    evidence=[f"{f.rate()} on one leaf, while both ports are fast with other peers: intermittent?"],
-                    score=0.3,
-                )
+            by_pair[(f.a[0], f.b[0])].append(f)
+    for (a, b), mine in by_pair.items():
+        rails = sorted({f.a[1] for f in mine})
+        where = f"rail {rails[0]}" if len(rails) == 1 else f"rails {', '.join(map(str, rails))}"
+        first = mine[0]
+        suspects.append(
+            Suspect(
+                kind="pair",
+                part=f"{fabric.describe(*first.a)} to {fabric.describe(*first.b)}"
+                if len(mine) == 1
+                else f"{a} to {b}, {where}",
+                host=a,
+                rail=first.a[1] if len(mine) == 1 else None,
+                evidence=[
+                    f"{first.rate()} on {where}, while both hosts' ports are fast with other peers: the test "
+                    "between them failed (a cut connection, a stuck process) or the link is intermittent; "
+                    "`bwtest --suspects` runs it again"
+                ],  # fmt: skip
+                score=0.3,
             )
+        )
     return sorted(suspects, key=lambda s: (ORDER[s.kind], -s.score, s.part))
 
 
