@@ -11,8 +11,10 @@ from wizard.parsers import ParseError, parse
 from wizard.validate.model import CounterDelta
 
 # Counters that tell lossless from lossy: pause frames per priority, discards, out-of-buffer drops; and those of a
-# bad cable or transceiver (symbol and CRC errors at the PHY, mlx5 ethtool -S names), which the suspect inference
-# names a port by (wizard/validate/suspects.py).
+# bad cable or transceiver (symbol and CRC errors at the PHY, which the suspect inference names a port by). Names as
+# the mlx5 driver gives them (drivers/net/ethernet/mellanox/mlx5/core/en_stats.c: rx_symbol_err_phy and
+# rx_crc_errors_phy in the IEEE 802.3 group, rx_pcs_symbol_err_phy in the physical-layer group). Not
+# rx_corrected_bits_phy: FEC corrects bits on every healthy PAM4 link, so its rise is no fault.
 WATCH = re.compile(
     r"^(rx|tx)_prio\d_(pause(_duration)?|discards|bytes)$|^rx_discards_phy$|^rx_out_of_buffer$|_global_pause$"
     r"|^rx_(pcs_)?symbol_err_phy$|^rx_crc_errors_phy$"
