@@ -23,6 +23,16 @@ def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
+def _settles(pid: int, stopped: bool) -> bool:
+    """Whether the process reaches (or leaves) the stopped state within 2 s: a signal is delivered when the kernel
+    next schedules the process, which on a loaded machine is not at once."""
+    for _ in range(200):
+        if (_state(pid) == "T") == stopped:
+            return True
+        time.sleep(0.01)
+    return False
+
+
 def _ready(engine: EngineProcess) -> subprocess.Popen[bytes]:
     engine.warm()
     worker = engine._spare
@@ -37,10 +47,9 @@ def test_a_key_stops_the_engine_at_once_and_its_frame_continues_it(tmp_path: Pat
     worker = _ready(engine)
     try:
         engine.pause()
-        assert _state(worker.pid) == "T"
+        assert _settles(worker.pid, stopped=True)
         engine.resume()
-        time.sleep(0.05)
-        assert _state(worker.pid) != "T"
+        assert _settles(worker.pid, stopped=False)
     finally:
         engine._working = None
         engine.close()
@@ -51,8 +60,8 @@ def test_a_pause_never_outlasts_its_limit_even_if_the_screen_never_draws(tmp_pat
     worker = _ready(engine)
     try:
         engine.pause()  # and no resume: the screen's loop is stuck
-        time.sleep(PAUSE_MAX_S + 0.2)
-        assert _state(worker.pid) != "T"
+        time.sleep(PAUSE_MAX_S)
+        assert _settles(worker.pid, stopped=False)
     finally:
         engine._working = None
         engine.close()
@@ -72,7 +81,7 @@ def test_the_engine_dies_with_the_screen_even_while_stopped(tmp_path: Path) -> N
                               cwd=Path(worker_client.__file__).resolve().parents[2])  # fmt: skip
     assert screen.stdout is not None
     pid = int(screen.stdout.readline())
-    assert _state(pid) == "T"
+    assert _settles(pid, stopped=True)
     screen.kill()  # the screen's process dies without a word
     screen.wait()
     for _ in range(50):
