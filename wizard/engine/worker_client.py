@@ -35,11 +35,6 @@ ENGINE_NICENESS = 0
 behind every other process. The screen gets its CPU by pausing the engine while it handles a key (``pause``)."""
 PAUSE_MAX_S = 0.25
 """The longest the engine stands still for one key: host work never waits longer than this at a time."""
-PAUSE_SHARE = 0.5
-"""The most of any second the engine stands still, whatever the keys: a key held down (auto-repeat, 30 a second)
-would otherwise stop host work nearly all the time, and a commit-confirmed change could miss its confirmation window
-and be rolled back by its host (the armed revert, wizard/engine/apply.py)."""
-PAUSE_WINDOW_S = 1.0
 STOP_WAIT_S = 60.0
 """How long a stopped worker gets to save its hosts as interrupted and close its sessions before it is killed."""
 
@@ -71,16 +66,6 @@ class EngineProcess:
         sent before its pause would otherwise take the interpreter in turns with the key's frame)."""
         self._reading.set()
         self._guard: threading.Timer | None = None
-        self._stood: list[tuple[float, float]] = []  # (start, end) of the pauses of the last PAUSE_WINDOW_S
-
-    def stood_still_s(self, now: float) -> float:
-        """Seconds the engine stood still in the last PAUSE_WINDOW_S."""
-        since = now - PAUSE_WINDOW_S
-        self._stood = [(a, b) for a, b in self._stood if b > since]
-        return sum(b - max(a, since) for a, b in self._stood)
-
-    def _ended(self, started: float) -> None:
-        self._stood.append((started, time.monotonic()))
 
     def pause(self) -> None:
         """Stop the working engine process while the screen handles a key, so the key's frame has the CPU to itself;
@@ -95,10 +80,7 @@ class EngineProcess:
         process = self._working
         if process is None or self._paused_at is not None:
             return
-        now = time.monotonic()
-        if self.stood_still_s(now) >= PAUSE_SHARE * PAUSE_WINDOW_S:
-            return  # host work has had its share of standing still this second: this key shares the CPU
-        self._paused_at = now
+        self._paused_at = time.monotonic()
         if STOP_SIGNALS:
             self._reading.clear()
             _signal(process, signal.SIGSTOP)
@@ -113,8 +95,6 @@ class EngineProcess:
         process, was = self._working, self._paused_at
         self._paused_at = None
         self._reading.set()
-        if was is not None:
-            self._ended(was)
         if process is not None and was is not None:
             if STOP_SIGNALS:
                 self._continue(process)
@@ -132,7 +112,6 @@ class EngineProcess:
         """End a pause that outlived PAUSE_MAX_S (the engine ends a requested pause by itself; a stopped one is
         continued here or by the guard timer)."""
         if self._paused_at is not None and time.monotonic() - self._paused_at >= PAUSE_MAX_S:
-            self._ended(self._paused_at)
             self._paused_at = None
             if STOP_SIGNALS and self._working is not None:
                 self._continue(self._working)
