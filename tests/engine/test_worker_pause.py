@@ -91,4 +91,3 @@ def test_the_engine_dies_with_the_screen_even_while_stopped(tmp_path: Path) -> N
     else:
         os.kill(pid, 9)
         raise AssertionError("the stopped engine outlived the screen")
-
