@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import ipaddress
 import re
 import uuid
@@ -30,6 +31,7 @@ def parse_ping(text: str) -> dict[str, Any]:
     }
 
 
+@functools.lru_cache(maxsize=65536)  # a fleet's pings name the same few thousand link-local addresses again and again
 def normal(address: str) -> str:
     """Canonical text of an IPv6 address (so fe80::0e42:... and fe80::e42:... compare equal)."""
     try:

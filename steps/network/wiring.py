@@ -25,6 +25,13 @@ class Cluster:
     mtu: int
     owners: dict[str, Node] = field(default_factory=dict)
     switch_ports: dict[Node, str] = field(default_factory=dict)  # (host, netdev) -> "leaf-r0 swp5" from LLDP
+    _rails: dict[Node, str] | None = field(default=None, repr=False)
+
+    def rails(self) -> dict[Node, str]:
+        """segment_rails, worked out once: every host's checks read it (per host it made 1,024 hosts O(N^2))."""
+        if self._rails is None:
+            self._rails = segment_rails(self)
+        return self._rails
 
     def __post_init__(self) -> None:
         for host, net in self.nets.items():
@@ -102,7 +109,7 @@ def segment_rails(cluster: Cluster) -> dict[Node, str]:
 def cabling_checks(cluster: Cluster, host: str) -> list[CheckItem]:
     """One item per rail port of ``host`` (link-local reachability) plus the jumbo ping, with fixes."""
     design = cluster.designs[host]
-    rails = segment_rails(cluster)
+    rails = cluster.rails()
     items: list[CheckItem] = []
     misplaced: dict[str, str] = {}  # netdev -> key of the rail it is really on
     for e in design.endpoints:

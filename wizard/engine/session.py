@@ -23,6 +23,7 @@ from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.paths import default_state_dir
 
 LAB_TIME_SCALE_ENV = "ROCE_WIZARD_LAB_TIME_SCALE"
+LAB_PROCESS_HOSTS = 64  # more simulated hosts than this: the lab runs in its own process (wizard/lab/child.py)
 
 
 @dataclass(slots=True)
@@ -111,39 +112,30 @@ async def simulated_targets(
     state_dir: Path | None = None,
     profile: str = "reference",
     switch_os: str | None = None,
+    lab_process: bool | None = None,
 ) -> AsyncIterator[dict[str, SshTarget]]:
     """Start the simulated lab for the answers' hosts and yield targets that reach it on 127.0.0.1.
 
     The answers' addresses appear only inside the simulation (as the hosts' management addresses); nothing
-    is ever sent to them.
+    is ever sent to them. ``lab_process`` runs the lab in a child process (wizard/lab/child.py); by default a lab
+    of more than LAB_PROCESS_HOSTS hosts does, so that the lab's work has its own core and the wizard's memory is
+    its own.
     """
-    from wizard.lab import Lab
-
     parsed = check_faults(answers, faults)
-    names = [h.name for h in answers.hosts]
-    mgmt = {h.name: h.address for h in answers.hosts}
-    try:
-        lab = Lab.for_profile(
-            profile, names, mgmt_addresses=mgmt, faults=parsed, switch_os=switch_os,
-            switch_os_of=answers.switches.os_of,
-        )  # fmt: skip
-    except ValueError as exc:
-        message = str(exc)
-        raise UsageError(message if "--switch-os" in message else f"--fault: {message}") from None
     # Tests shrink the simulated durations (package installs, reboots); the demo keeps them life-like.
     scale = lab_time_scale()
-    lab.time_scale = scale
-    lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
-    if state_dir is not None:
+    disks = state_dir / "lab" if state_dir is not None else None
+    separate = len(answers.hosts) > LAB_PROCESS_HOSTS if lab_process is None else lab_process
+    lab = _make_lab(answers, faults, parsed, profile, switch_os, scale, separate)
+    try:
         # The simulated hosts keep their disks next to the wizard's state, as real hosts keep theirs between runs.
-        booted = lab.use_disks(state_dir / "lab")
-        if booted:
+        booted = await lab.boot(disks)
+        if booted and disks is not None:
+            who = ", ".join(booted) if len(booted) <= 8 else f"{len(booted)} hosts ({booted[0]} .. {booted[-1]})"
             sys.stderr.write(
-                f"[simulated] {', '.join(booted)} booted from the disks saved in {state_dir / 'lab'} "
+                f"[simulated] {who} booted from the disks saved in {disks} "
                 "(--reset starts from bare hosts)\n"
             )
-    await lab.start()
-    try:
         targets = production_targets(answers, password, jumps=False)
         for name, target in targets.items():
             target.address, target.port = lab.endpoint(name)
@@ -152,14 +144,39 @@ async def simulated_targets(
             target.accept_new_host_keys = False
             target.connect_timeout_s = min(target.connect_timeout_s, 5.0)
         yield targets
-        if lab.disk_error is not None and state_dir is not None:
-            # The hosts' disks are part of the state directory: one that could not be saved ends the run the way
-            # the wizard's own state does (the hosts refused every command after it).
-            from wizard.engine.state import write_error
-
-            raise write_error(state_dir, lab.disk_error, state_dir / "lab")
     finally:
         await lab.stop()
+    if lab.disk_error is not None and state_dir is not None:
+        # The hosts' disks are part of the state directory: one that could not be saved ends the run the way
+        # the wizard's own state does (the hosts refused every command after it).
+        from wizard.engine.state import write_error
+
+        raise write_error(state_dir, lab.disk_error, state_dir / "lab")
+    if separate and getattr(lab, "peak_rss_mib", None) is not None:
+        sys.stderr.write(f"[simulated] the lab's own process peaked at {lab.peak_rss_mib:.0f} MiB\n")
+
+
+def _make_lab(answers: Answers, faults: Sequence[str], parsed: list, profile: str,  # type: ignore[type-arg]
+              switch_os: str | None, scale: float, separate: bool) -> Any:  # fmt: skip
+    """The in-process Lab or a LabProcess: both offer boot(disks), endpoint(), the key paths, stop()."""
+    from wizard.lab import Lab
+    from wizard.lab.lab_process import LabProcess
+
+    names, mgmt = [h.name for h in answers.hosts], {h.name: h.address for h in answers.hosts}
+    if separate:
+        return LabProcess(profile, names, mgmt_addresses=mgmt, faults=list(faults), switch_os=switch_os,
+                          switch_os_of=answers.switches.os_of, time_scale=scale)  # fmt: skip
+    try:
+        lab = Lab.for_profile(
+            profile, names, mgmt_addresses=mgmt, faults=parsed, switch_os=switch_os,
+            switch_os_of=answers.switches.os_of,
+        )  # fmt: skip
+    except ValueError as exc:
+        message = str(exc)
+        raise UsageError(message if "--switch-os" in message else f"--fault: {message}") from None
+    lab.time_scale = scale
+    lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
+    return lab
 
 
 def lab_time_scale() -> float:

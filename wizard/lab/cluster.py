@@ -278,6 +278,12 @@ class Lab:
         restore_switches(self, directory)
         return [name for name, host in self.hosts.items() if load_disk(host, directory / f"{name}.json")]
 
+    async def boot(self, disks: Path | None) -> list[str]:
+        """use_disks(disks) when given, then start(): the hosts that booted from a saved disk."""
+        booted = self.use_disks(disks) if disks is not None else []
+        await self.start()
+        return booted
+
     async def start(self, bind: str = "127.0.0.1", base_port: int = 0) -> None:
         self.bind = bind
         await asyncio.gather(*(h.start_units() for h in self.hosts.values()))
