@@ -37,6 +37,16 @@ def explain(
         return (f"{_where(end)}: link down (RDMA port DOWN)", FIX_LINK.format(where=_where(end), nd=end.netdev))
     if "Did not detect devices" in text or "not found" in text:
         return ("RDMA device missing (driver not loaded or renamed)", "run stage ofed; check `rdma link` on both hosts")
+    if rail.gbps is None and "did not finish within" in text and "remote address" in rail.output:
+        # perftest prints "remote address" once the TCP exchange of queue pairs worked: the rail address was reached,
+        # so the cable is where it should be; it is the RDMA traffic after it that never completed.
+        return (
+            f"{rail.label}: the two ends exchanged queue pairs over TCP, then no RDMA result came within the time "
+            "limit: the RDMA path stalls (a port stuck in pause, a PFC storm, an ACL dropping RoCE) or the hosts "
+            "were too loaded to run the test",
+            f"read both ports' pause and discard counters (ethtool -S {rail.client.netdev} on {rail.client.host}, "
+            f"{rail.server.netdev} on {rail.server.host}) and test the pair again (`bwtest --suspects`)",
+        )
     if "Couldn't connect" in text or (rail.gbps is None and rail.errors):
         if _same_subnet(rail.client, rail.server):
             return (
