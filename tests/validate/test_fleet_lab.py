@@ -29,7 +29,9 @@ def _quick(answers: Path, state: Path, *extra: str) -> tuple[int, str]:
     return run("bwtest", *target(answers, state), "--quick", "--seconds", "1", *extra)
 
 
-def test_quick_names_a_port_that_trained_low_and_a_bad_cable_with_their_evidence(state: tuple[Path, Path]) -> None:
+def test_quick_names_a_port_that_trained_low_and_a_bad_cable_with_their_evidence(
+    state: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
     answers, folder = state
     code, out = _quick(answers, folder, "--fault", TRAINED_LOW, "--fault", BAD_CABLE)
     assert code == 1, out
@@ -44,6 +46,10 @@ def test_quick_names_a_port_that_trained_low_and_a_bad_cable_with_their_evidence
     assert cable.evidence[0].startswith("error counters rose during the run (rx_")
     assert "host port: gpu-003 rail 1 (enp64s0np0, leaf-r1 " in out
     assert report.fleet.coverage.hosts == 5 and report.fleet.coverage.ports == 40
+    err = capsys.readouterr().err
+    listed = [line for line in err.splitlines() if line.startswith("[simulated]    together")]
+    assert listed and all(" PASS" not in line for line in listed), "a fleet's passing flows are counted, not listed"
+    assert "flows at full rate, " in err
     assert all(r.ran for r in report.fleet.budget.rounds)
 
     # --suspects: both re-tested against hosts no suspect names, both confirmed.

@@ -148,7 +148,7 @@ async def _bwtest(args: argparse.Namespace, options: Any) -> int:
             from wizard.validate.history import find_run
 
             earlier = find_run(state_dir, args.compare or None)  # before any test runs: a wrong RUN costs nothing
-        say = progress_printer(args.demo)
+        say = progress_printer(args.demo, fleet=bool(args.quick or args.suspects or args.budget is not None))
         report = await Validation(answers, executors, simulated=args.demo, options=options, on_event=say).run()
     saved = store.save(state_dir, report)
     if args.compare is not None:
@@ -183,17 +183,34 @@ def last_suspects(state_dir: Any) -> list[Any]:
     raise UsageError(f"--suspects: no saved run with suspects in {state_dir}/validation (run bwtest --quick first)")
 
 
-def progress_printer(simulated: bool) -> Callable[[str, dict[str, Any]], None]:
-    """Validation events as progress lines on stderr (bwtest and doctor)."""
+MAX_FLEET_CAUSES = 20  # a fleet's run lists its suspects; the per-flow causes behind them stay in the saved report
+
+
+def progress_printer(simulated: bool, fleet: bool = False) -> Callable[[str, dict[str, Any]], None]:
+    """Validation events as progress lines on stderr (bwtest and doctor). On a fleet (``fleet``: --quick, --budget,
+    --suspects) a flow that passed is counted, not printed: 8,000 lines a round would bury the slow ones."""
     tag = "[simulated] " if simulated else ""
+    tally = {"pass": 0, "other": 0}
+
+    def flush_tally() -> None:
+        if tally["pass"] or tally["other"]:
+            sys.stderr.write(f"{tag}   {tally['pass']} flows at full rate, {tally['other']} slow or failed\n")
+        tally["pass"] = tally["other"] = 0
 
     def say(kind: str, data: dict[str, Any]) -> None:
         if kind == "phase":
+            flush_tally()
             sys.stderr.write(f"{tag}== {data['text']}\n")
         elif kind == "rail":
             x = data["result"]
+            if fleet:
+                tally["pass" if x.status == "pass" else "other"] += 1
+                if x.status == "pass":
+                    return
             rate = f"{x.gbps:.2f} Gb/s" if x.gbps is not None else "no result"
             sys.stderr.write(f"{tag}   {x.mode:8} {x.label}: {rate} {x.status.upper()}\n")
+        elif kind == "counters":
+            flush_tally()
         elif kind == "incast":
             x = data["round"]
             sys.stderr.write(f"{tag}   incast   {incast_line(x)}\n")
@@ -237,8 +254,11 @@ def print_summary(report: Any) -> None:
     print(f"  lint: {len(report.lint) - len(bad)}/{len(report.lint)} pass" + "".join(
         f"\n  {i.status.upper():4}  {i.title}: {i.evidence}" for i in bad))  # fmt: skip
     print(f"  NCCL: {report.nccl.status.upper()} {report.nccl.transport or ''} {report.nccl.reason}".rstrip())
-    for n, cause in enumerate(report.causes, 1):
+    shown = report.causes[:MAX_FLEET_CAUSES] if report.fleet is not None else report.causes
+    for n, cause in enumerate(shown, 1):
         print(f"  cause {n}: {cause}")
+    if len(shown) < len(report.causes):
+        print(f"  ... {len(report.causes) - len(shown)} more causes in the saved report (--json, --report FILE)")
 
 
 def incast_line(x: Any) -> str:
