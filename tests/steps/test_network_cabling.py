@@ -89,6 +89,20 @@ def test_straight_cabling_passes_naming_the_peer_port() -> None:
     assert all(i.status == "pass" for h in out.values() for i in h.values())
 
 
+def test_the_segments_are_worked_out_once_for_all_hosts_not_once_per_host(monkeypatch: Any) -> None:
+    from steps.network import wiring
+
+    calls: list[int] = []
+    real = wiring.segment_rails
+    monkeypatch.setattr(wiring, "segment_rails", lambda c: calls.append(1) or real(c))
+    hosts = ("server1", "server2", "server3", "server4")
+    ans, facts = cluster(hosts)
+    wire(ans, facts, straight(hosts))
+    out = results(ans, facts)
+    assert set(out) == set(hosts) and all(i.status == "pass" for h in out.values() for i in h.values())
+    assert len(calls) == 1, "once per host made the check O(N^2): minutes at 1,024 hosts"
+
+
 def test_swapped_cards_are_reported_as_cable_swaps_on_the_second_host() -> None:
     ans, facts = cluster()
     swap = {"ens1f0np0": "ens2f0np0", "ens2f0np0": "ens1f0np0", "ens1f1np1": "ens2f1np1", "ens2f1np1": "ens1f1np1"}
