@@ -27,6 +27,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 OLD_FIRMWARE = "14.20.1010"
+KEPT_COMMANDS = 2000  # per host: what tests look back at, bounded so a long-running 1,024-host lab does not grow
+ARGV_KEPT = 64  # words of one argv kept in ``commands``
+
+
+def _keep(items: list, item: object) -> None:  # type: ignore[type-arg]
+    """Append, dropping the oldest half once there are KEPT_COMMANDS (amortised: one slice per 1,000 appends)."""
+    items.append(item)
+    if len(items) > KEPT_COMMANDS:
+        del items[: KEPT_COMMANDS // 2]
 
 
 @dataclass
@@ -66,8 +75,8 @@ class SimHost(LinkState):
         self.faults = [f for f in faults if f.host == name]
         self.lab = lab
         self.fs = VFS()
-        self.history: list[str] = []
-        self.commands: list[list[str]] = []
+        self.history: list[str] = []  # the last KEPT_COMMANDS exec'd command lines
+        self.commands: list[list[str]] = []  # the last KEPT_COMMANDS argvs run (long ones shortened: note_argv)
         self.packages: dict[str, str] = {}
         self.modules: list[str] = []
         self.stack = "inbox"
@@ -333,6 +342,13 @@ class SimHost(LinkState):
         env.update(extra or {})
         return env
 
+    def note_argv(self, argv: list[str]) -> None:
+        """Remember a program run (tests ask what ran). A grep over every GID file expands to 4,000 paths: kept
+        whole, every such argv of a thousand hosts' probes held gigabytes, and the collector's pauses then broke
+        SSH keepalives."""
+        kept = argv if len(argv) <= ARGV_KEPT else [*argv[:ARGV_KEPT], f"...(+{len(argv) - ARGV_KEPT} words)"]
+        _keep(self.commands, list(kept))
+
     async def exec(
         self,
         command: str,
@@ -351,7 +367,7 @@ class SimHost(LinkState):
             # without those changes, so the simulated host refuses (and the wizard's run ends with the error).
             err.write(f"roce-wizard lab: cannot save the simulated hosts' disks: {broken}; refusing commands\n")
             return 125
-        self.history.append(command)
+        _keep(self.history, command)
         cred = self.cred_for(user)
         full_env = self.login_env(user, env, client)
         shell = Shell(self, cred=cred, env=full_env, cwd=full_env["HOME"], io=IO(stdin or TextInput(""), out, err))

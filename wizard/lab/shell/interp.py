@@ -350,7 +350,7 @@ class Shell:
             finally:
                 self.positional = saved
         if name in BUILTINS:
-            self.host.commands.append(list(argv))
+            self.host.note_argv(argv)
             try:
                 return await BUILTINS[name](self, argv, io)
             except FsError as exc:

@@ -61,7 +61,7 @@ async def exec_external(
         shell.diag(f"{name}: Permission denied", io)
         return 126
     data = node.read()  # type: ignore[attr-defined]
-    shell.host.commands.append(list(argv))
+    shell.host.note_argv(argv)
     if data.startswith(MARKER):
         tool = data[len(MARKER) :].split()[0].decode()
         return await shell.call_handler(tool, argv, io, env, cred)
