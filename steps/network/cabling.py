@@ -40,6 +40,33 @@ def normal(address: str) -> str:
         return address.lower()
 
 
+KEPT_REPLIES = 64  # a segment larger than this (one L2 rail across a fleet) keeps only the nearest repliers
+KEPT_PEERS = 8  # ... the next hosts' ports in answers order, which still chain every segment together
+
+
+def nearest_replies(
+    replies: list[str], own: set[str], owners: dict[str, tuple[str, str]], order: list[str], host: str
+) -> tuple[list[str], int]:
+    """The replies worth keeping of a multicast ping on a large segment, and how many ports replied.
+
+    A rail that is one L2 segment across 1,024 hosts answers ff02::1 with 1,023 link-locals per port: kept whole,
+    8,192 ports held 8 million addresses in the stage's facts and every check item listed a thousand peers. What the
+    cabling verdict needs is the segment each port is on (wiring.segment_rails): each port keeping the next
+    KEPT_PEERS hosts' ports after its own host (wrapping) links every member to its successor, so the segments
+    still come out whole; and a few addresses no host of the run owns, for the evidence."""
+    distinct = list(dict.fromkeys(normal(a) for a in replies))
+    others = [a for a in distinct if a not in own]
+    if len(others) <= KEPT_REPLIES:
+        return replies, len(others)
+    rank = {h: i for i, h in enumerate(order)}
+    start, size = rank.get(host, 0), max(1, len(order))
+    known = [a for a in others if a in owners and owners[a][0] != host]
+    known.sort(key=lambda a: ((rank.get(owners[a][0], 0) - start) % size, owners[a][1]))
+    unknown = [a for a in others if a not in owners][:KEPT_PEERS]
+    mine = [a for a in distinct if a in own]
+    return mine + known[:KEPT_PEERS] + unknown, len(others)
+
+
 def multicast_argv(netdev: str) -> list[str]:
     return ["ping", "-6", "-n", "-c", "2", "-w", "3", "-I", netdev, "ff02::1"]
 

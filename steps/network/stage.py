@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 from steps.discovery.facts import DiscoveryFacts
 from steps.network import predict as network_predict
-from steps.network.cabling import new_probe_id, probe_host, ring_peer
+from steps.network.cabling import KEPT_REPLIES, nearest_replies, new_probe_id, normal, probe_host, ring_peer
 from steps.network.checks import host_checks, live_differences
 from steps.network.design import Design, design
 from steps.network.facts import NETPLAN_PATH, NETWORK_PREFETCH, SYSCTL_PATH, NetworkFacts, probe_network
@@ -173,6 +173,7 @@ class Network(Step):
         tested = [h for h in order if h in designs]
         probe_id = new_probe_id()
         mtu = view.answers.network.mtu
+        owners = {normal(a): (h, i.name) for h, n in nets.items() for i in n.interfaces.values() for a in i.link_local}
 
         async def one(host: str) -> tuple[str, dict[str, Any]]:
             d, net = designs[host], nets[host]
@@ -184,12 +185,28 @@ class Network(Step):
                 peers[e.key] = (peer, peer_e.ip) if peer and peer_e else None
             no_ll = {name for name, iface in net.interfaces.items() if not iface.link_local}
             ports = await probe_host(executors[host], d.endpoints, carrier, no_ll, peers, mtu)
+            _bound_replies(ports, d, net, owners, tested, host)
             found: dict[str, Any] = {"probe_id": probe_id, "hosts": tested, "ports": ports}
             if d.fabric == "switched":  # per-rail policy routing, asked of the kernel (steps/network/routes.py)
                 found["routes"] = await probe_routes(executors[host], wanted(designs, tested, host))
             return host, found
 
         return dict(await asyncio.gather(*(one(h) for h in tested)))
+
+
+def _bound_replies(ports: dict[str, Any], d: Design, net: NetworkFacts, owners: dict[str, tuple[str, str]],
+                   order: list[str], host: str) -> None:  # fmt: skip
+    """A large segment's multicast replies cut to the nearest peers (cabling.nearest_replies), keeping the count.
+    Not for IPoIB: its reach check wants every peer of the partition by name."""
+    ib = {e.netdev for e in d.endpoints if e.port is not None and e.port.ib}
+    for netdev, result in ports.items():
+        ping = result.get("link_local")
+        if netdev in ib or not ping or not ping.get("replies"):
+            continue
+        own = {normal(a) for a in net.interfaces[netdev].link_local} if netdev in net.interfaces else set()
+        kept, replied = nearest_replies(ping["replies"], own, owners, order, host)
+        if replied > KEPT_REPLIES:
+            ping["replies"], ping["replied"] = kept, replied
 
 
 def load_design(view: ClusterView, host: str) -> tuple[DiscoveryFacts, NetworkFacts, Design] | str:

@@ -160,6 +160,9 @@ def _cabling_item(cluster: Cluster, host: str, e: Endpoint, rails: dict[Node, st
         return _ib_reach_item(cluster, host, e, known, wanted), e.key
     title = f"{e.label} cabling"
     seen = ", ".join(cluster.name(k) for k in known) + (f"; unknown {', '.join(unknown)}" if unknown else "")
+    replied = cluster.pings.get(host, {}).get(e.netdev, {}).get("link_local", {}).get("replied")
+    if replied and replied > len(known) + len(unknown):  # a large segment: the nearest peers were kept
+        seen += f" and {replied - len(known) - len(unknown)} more ports on its segment"
     if not known:
         if not wanted:
             return CheckItem(

@@ -220,3 +220,39 @@ async def test_the_cross_host_probe_pings_each_live_port_and_skips_dark_ones() -
     assert result["ens1f1np1"]["link_local"]["replies"] == ["fe80::e42:a1ff:fe00:201"]
     pinged = sorted(c[c.index("-I") + 1] for c in ex.commands if "ff02::1" in c)
     assert pinged == ["ens1f0np0", "ens1f1np1"]
+
+
+def test_on_a_rail_that_is_one_large_segment_each_port_keeps_its_nearest_peers_and_a_swap_is_still_found() -> None:
+    from steps.network.cabling import KEPT_PEERS, KEPT_REPLIES, nearest_replies, normal
+
+    hosts = tuple(f"h{i:02d}" for i in range(1, KEPT_REPLIES + 12))
+    ans, facts = cluster(hosts)
+    cables = straight(hosts)
+    for n in ("ens1f0np0", "ens1f1np1"):  # h05's rail 0 and rail 1 cables sit in each other's segment
+        other = "ens1f1np1" if n == "ens1f0np0" else "ens1f0np0"
+        cables[("h05", n)] = [(h, other) for h in hosts if h != "h05"]
+        for h in hosts:
+            if h != "h05":
+                cables[(h, n)] = [x for x in cables[(h, n)] if x[0] != "h05"] + [("h05", other)]
+    wire(ans, facts, cables)
+    owners = {normal(link_local(mac_of(i, r))): (h, n) for i, h in enumerate(hosts, 1) for r, n in enumerate(NETDEVS)}
+    for i, host in enumerate(hosts, 1):  # what the stage's cluster probe keeps (steps/network/stage.py)
+        for r, netdev in enumerate(NETDEVS):
+            ping = facts[host]["network"]["cluster"]["ports"][netdev]["link_local"]
+            own = {normal(link_local(mac_of(i, r)))}
+            ping["replies"], ping["replied"] = nearest_replies(ping["replies"], own, owners, list(hosts), host)
+            assert len(ping["replies"]) == 1 + KEPT_PEERS and ping["replied"] == len(hosts) - 1
+    out = results(ans, facts)
+    assert out["h05"]["cabling:ens1f0np0"].status == "fail"
+    assert out["h05"]["cabling:ens1f0np0"].fix == "swap the cables of ens1f0np0 and ens1f1np1 on h05"
+    assert not [i for h in hosts if h != "h05" for i in out[h].values() if i.status == "fail"]
+    evidence = out["h01"]["cabling:ens2f0np0"].evidence
+    assert evidence.startswith("ens2f0np0 reaches h02 ens2f0np0 (rail 2), h03 ens2f0np0 (rail 2)")
+    assert evidence.endswith(f"and {len(hosts) - 1 - KEPT_PEERS} more ports on its segment")
+
+
+def test_a_small_segment_keeps_every_reply() -> None:
+    from steps.network.cabling import nearest_replies
+
+    replies = ["fe80::1", "fe80::2", "fe80::3"]
+    assert nearest_replies(replies, {"fe80::1"}, {}, ["a"], "a") == (replies, 2)
