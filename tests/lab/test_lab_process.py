@@ -15,7 +15,7 @@ import pytest
 
 from wizard.answers.model import load_answers
 from wizard.answers.profiles import demo_answers
-from wizard.engine.session import LAB_PROCESS_HOSTS, simulated_targets
+from wizard.engine.session import LAB_PROCESS_HOSTS, LAB_PROCESS_KEEPALIVE_S, simulated_targets
 from wizard.errors import UsageError
 from wizard.executors.ssh import SshExecutor
 
@@ -40,6 +40,7 @@ async def test_hosts_in_a_child_lab_answer_over_ssh_and_keep_their_disks(tmp_pat
     async with simulated_targets(answers, [], None, tmp_path, "reference", lab_process=True) as targets:
         assert set(targets) == {"server1", "server2"}
         assert targets["server1"].address == "127.0.0.1"
+        assert targets["server1"].keepalive_interval_s == LAB_PROCESS_KEEPALIVE_S, "a busy lab answers late"
         assert "ConnectX-4 Lx" in await _run(targets, "server1", "lspci")
         await _run(targets, "server1", "mkdir -p /etc/demo && echo kept > /etc/demo/file")
     assert (tmp_path / "lab" / "server1.json").is_file(), "the child saved the host's disk in the state directory"

@@ -23,6 +23,7 @@ from wizard.executors.ssh import SshExecutor, SshTarget
 from wizard.paths import default_state_dir
 
 LAB_TIME_SCALE_ENV = "ROCE_WIZARD_LAB_TIME_SCALE"
+LAB_PROCESS_KEEPALIVE_S = 30.0  # SSH keepalive interval (x3) and connect timeout for hosts of a lab in its own process
 LAB_PROCESS_HOSTS = 64  # more simulated hosts than this: the lab runs in its own process (wizard/lab/child.py)
 
 
@@ -133,8 +134,7 @@ async def simulated_targets(
         if booted and disks is not None:
             who = ", ".join(booted) if len(booted) <= 8 else f"{len(booted)} hosts ({booted[0]} .. {booted[-1]})"
             sys.stderr.write(
-                f"[simulated] {who} booted from the disks saved in {disks} "
-                "(--reset starts from bare hosts)\n"
+                f"[simulated] {who} booted from the disks saved in {disks} (--reset starts from bare hosts)\n"
             )
         targets = production_targets(answers, password, jumps=False)
         for name, target in targets.items():
@@ -143,6 +143,12 @@ async def simulated_targets(
             target.known_hosts = str(lab.known_hosts_path)
             target.accept_new_host_keys = False
             target.connect_timeout_s = min(target.connect_timeout_s, 5.0)
+            if separate:
+                # Hundreds of simulated hosts share one Python process: a burst (every port of a 1,024-host rail
+                # pinging ff02::1 at once, 16 million reply lines) holds its loop longer than a real host's sshd
+                # ever holds a keepalive or a handshake. Real hosts keep the answers' values.
+                target.keepalive_interval_s = max(target.keepalive_interval_s, LAB_PROCESS_KEEPALIVE_S)
+                target.connect_timeout_s = LAB_PROCESS_KEEPALIVE_S
         yield targets
     finally:
         await lab.stop()
