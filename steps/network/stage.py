@@ -191,7 +191,15 @@ class Network(Step):
                 found["routes"] = await probe_routes(executors[host], wanted(designs, tested, host))
             return host, found
 
-        return dict(await asyncio.gather(*(one(h) for h in tested)))
+        # In waves of ssh.max_parallel_hosts, as the stage's other work: every port of every host pinging ff02::1
+        # at once makes each host of a 1,024-host rail answer 8,000 echo requests in the same second.
+        wave = asyncio.Semaphore(view.answers.ssh.max_parallel_hosts)
+
+        async def bounded(host: str) -> tuple[str, dict[str, Any]]:
+            async with wave:
+                return await one(host)
+
+        return dict(await asyncio.gather(*(bounded(h) for h in tested)))
 
 
 def _bound_replies(ports: dict[str, Any], d: Design, net: NetworkFacts, owners: dict[str, tuple[str, str]],

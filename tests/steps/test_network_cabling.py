@@ -256,3 +256,30 @@ def test_a_small_segment_keeps_every_reply() -> None:
 
     replies = ["fe80::1", "fe80::2", "fe80::3"]
     assert nearest_replies(replies, {"fe80::1"}, {}, ["a"], "a") == (replies, 2)
+
+
+async def test_the_cluster_probe_pings_in_waves_of_max_parallel_hosts() -> None:
+    import asyncio
+
+    from tests.steps.facts_builder import view as cluster_view
+    from wizard.executors.base import CommandResult
+
+    busy: set[str] = set()
+    most: list[int] = [0]
+
+    class Pinger:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        async def run(self, argv: Any, **_: Any) -> CommandResult:
+            busy.add(self.name)
+            most[0] = max(most[0], len(busy))
+            await asyncio.sleep(0.01)
+            busy.discard(self.name)
+            return CommandResult(" ".join(argv), 0, "2 packets transmitted, 2 received", "", 0.01)
+
+    hosts = tuple(f"h{i}" for i in range(1, 7))
+    ans, facts = cluster(hosts, body=RAILS + "ssh:\n  max_parallel_hosts: 2\n")
+    found = await STEP.cluster_probe(cluster_view(ans, facts), {h: Pinger(h) for h in hosts})  # type: ignore[arg-type]
+    assert set(found) == set(hosts)
+    assert most[0] == 2, "a fleet pings ff02::1 in waves: each host answers every port that pings at once"
