@@ -36,3 +36,19 @@ async def test_a_disk_of_another_host_or_version_is_ignored(tmp_path: Path) -> N
     (tmp_path / "server2.json").write_text("not json")
     lab = Lab.reference(["server1", "server2"])
     assert lab.use_disks(tmp_path) == []
+
+
+async def test_a_command_that_changed_nothing_does_not_rewrite_the_disk(tmp_path: Path) -> None:
+    lab = Lab.reference(["server1", "server2"])
+    lab.time_scale = 0.001
+    lab.use_disks(tmp_path)
+    await lab.start()
+    host = lab.host("server1")
+    await host.exec("true", out=lambda _: None, err=lambda _: None)
+    image = tmp_path / "server1.json"
+    first = image.stat()
+    assert (await host.run("cat /etc/hostname")).stdout  # reads only
+    assert image.stat().st_ino == first.st_ino, "an unchanged image is not written (nor fsynced) again"
+    await host.run("touch /etc/changed")
+    assert image.stat().st_ino != first.st_ino, "a change is saved at once, by an atomic replace"
+    await lab.stop()

@@ -61,14 +61,20 @@ def save_disk(host: SimHost, path: Path) -> None:
         "tree": {k: v for k, v in tree.items() if v is not None},
         "attrs": {name: getattr(host, name) for name in DISK_ATTRS},
     }
+    text = json.dumps(doc)  # dumps runs the C encoder; dump() iterates in Python, ~10x slower
+    if host.__dict__.get("_disk_saved") == (path, text):
+        # Most commands only read. Writing and fsyncing an unchanged image after each of them blocked the lab's one
+        # event loop on the disk, thousands of times a minute with a thousand hosts.
+        return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(doc))  # dumps runs the C encoder; dump() iterates in Python, ~10x slower
+            handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(temp, path)
+        host.__dict__["_disk_saved"] = (path, text)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)  # a full or read-only disk keeps the last image and no temp file
