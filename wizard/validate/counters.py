@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 from steps.roce.facts import parse_grep_values
+from wizard.engine.waves import in_waves
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers import ParseError, parse
 from wizard.validate.model import CounterDelta
@@ -29,7 +29,7 @@ RETRANSMITS = ("out_of_sequence", "packet_seq_err", "local_ack_timeout_err")
 
 
 async def read(
-    executors: dict[str, Executor], ports: dict[str, list[tuple[str, str]]]
+    executors: dict[str, Executor], ports: dict[str, list[tuple[str, str]]], limit: int = 64
 ) -> dict[tuple[str, str], dict[str, int]]:
     """ethtool -S and the RDMA hw_counters of every rail port (host -> [(netdev, rdma device)]); an unreadable
     port is left out."""
@@ -52,7 +52,8 @@ async def read(
         return (host, netdev), values
 
     jobs = [one(h, nd, dev) for h, items in ports.items() if h in executors for nd, dev in items]
-    return {key: value for key, value in await asyncio.gather(*jobs) if value is not None}
+    # ``limit`` hosts' ports at a time (ssh.max_parallel_hosts): 8 rails x 1,024 hosts at once held 8,192 ethtool -S
+    return {key: value for key, value in await in_waves(limit * 8, jobs) if value is not None}
 
 
 def deltas(

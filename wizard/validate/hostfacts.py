@@ -3,7 +3,6 @@ batches, as the stages run them: wizard/engine/prefetch.py)."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +11,7 @@ from steps.roce.facts import RoceFacts
 from wizard.answers.model import Answers
 from wizard.engine.prefetch import read_stage
 from wizard.engine.step import ProbeContext
+from wizard.engine.waves import in_waves
 from wizard.executors.base import Executor, ExecutorError
 
 
@@ -60,5 +60,6 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
 
 async def probe_all(answers: Answers, executors: dict[str, Executor]) -> dict[str, HostFacts]:
     names = [h.name for h in answers.hosts if h.name in executors]
-    found = await asyncio.gather(*(probe_host(answers, n, executors[n]) for n in names))
+    limit = answers.ssh.max_parallel_hosts
+    found = await in_waves(limit, (probe_host(answers, n, executors[n]) for n in names))
     return dict(zip(names, found, strict=True))

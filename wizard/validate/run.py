@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from steps.discovery.facts import NicPort
 from wizard.answers.model import Answers
+from wizard.engine.waves import in_waves
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers.perftest import PerftestBw, PerftestLat
 from wizard.validate import counters as ctr
@@ -143,9 +144,15 @@ class Validation:
 
     async def run(self) -> Report:
         r, o = self.report, self.options
-        self.emit("phase", {"name": "probe", "text": f"reading facts on {', '.join(self.hosts)}"})
+        hosts = self.hosts
+        named = ", ".join(hosts) if len(hosts) <= 8 else f"{len(hosts)} hosts ({hosts[0]} .. {hosts[-1]})"
+        self.emit("phase", {"name": "probe", "text": f"reading facts on {named}"})
         self.facts = await probe_all(self.answers, self.executors)
-        self._stdbuf = {h: await _has_stdbuf(self.executors[h]) for h in self.facts if not self.facts[h].error}
+        reachable = [h for h in self.facts if not self.facts[h].error]
+        # Whether each host has stdbuf, asked in waves: one host after another it was 1,024 round trips in a row.
+        limit = self.answers.ssh.max_parallel_hosts
+        found = await in_waves(limit, (_has_stdbuf(self.executors[h]) for h in reachable))
+        self._stdbuf = dict(zip(reachable, found, strict=True))
         r.lint = lint(self.answers, self.facts)
         self.emit("lint", {"items": r.lint})
         fleet = o.quick or o.budget_s is not None or o.retest is not None  # rounds planned by wizard/validate/fleet_run
@@ -161,7 +168,7 @@ class Validation:
         ports = {n: [(p.netdev, p.rdma_device) for p in h.rails() if p.netdev and p.rdma_device]
                  for n, h in self.facts.items()}  # fmt: skip
         self.emit("phase", {"name": "counters", "text": "reading the ports' PFC/ECN counters before the tests"})
-        before = await ctr.read(self.executors, ports)
+        before = await ctr.read(self.executors, ports, self.answers.ssh.max_parallel_hosts)
         if o.incast is not None:
             from wizard.validate.incast import run_incast
 
@@ -204,7 +211,7 @@ class Validation:
             for a, b in pairs:
                 for i in range(self._rail_count(a, b)):
                     r.latency.append(await self._latency(a, b, i))
-        after = await ctr.read(self.executors, ports)
+        after = await ctr.read(self.executors, ports, self.answers.ssh.max_parallel_hosts)
         r.counters = ctr.deltas(before, after, self.answers.roce.priority)
         self.emit("counters", {"items": r.counters})
         if fleet:
