@@ -169,3 +169,15 @@ def test_a_pair_whose_test_failed_on_every_rail_is_one_suspect_not_one_per_rail(
     ]
     suspects = infer(flows, fabric)
     assert [(s.kind, s.part) for s in suspects] == [("pair", "gpu-0003 to gpu-0004, rails 0, 1, 2, 3")]
+
+
+def test_two_slow_uplinks_in_units_that_never_meet_are_two_suspects_even_with_as_many_slow_flows() -> None:
+    # As on the simulated rails-256: leaf-su02-r3 -> spine-2 and leaf-su08-r5 -> spine-6. Each leaf had as many slow
+    # flows as the other, and the two came out as one "or" suspect though no flow crossed both.
+    paper = PaperFabric(256, su=32, rails=8, spines=8)
+    paper.bad_uplinks["leaf-su02-r3"] = 2
+    paper.bad_uplinks["leaf-su08-r5"] = 6
+    fabric = paper.fabric()
+    suspects = infer(paper.run(quick_rounds(fabric)), fabric)
+    assert _parts(suspects) == {("uplink", None, None, "leaf-su02-r3"), ("uplink", None, None, "leaf-su08-r5")}
+    assert not any(" or " in s.part for s in suspects)

@@ -297,8 +297,12 @@ def _uplinks(inf: Inference, flows: list[Flow]) -> list[Suspect]:
             count[f.leaf_a or "?"] += 1
             count[f.leaf_b or "?"] += 1
         top = max(count.values())
-        leaves = sorted(leaf for leaf, n in count.items() if n == top)
-        mine = [f for f in left if f.leaf_a in leaves or f.leaf_b in leaves]
+        first = min(leaf for leaf, n in count.items() if n == top)
+        mine = [f for f in left if first in (f.leaf_a, f.leaf_b)]
+        # Only a leaf at the other end of every one of those flows cannot be told from it. Two leaves that merely
+        # had as many slow flows each (two slow uplinks in units that never met) are two suspects.
+        others = {f.leaf_b if f.leaf_a == first else f.leaf_a for f in mine} - {first}
+        leaves = [first, *sorted(leaf for leaf in others if all(leaf in (f.leaf_a, f.leaf_b) for f in mine))]
         through = [f for f in inf.flows if f.cross and (f.leaf_a in leaves or f.leaf_b in leaves)]
         local = [f for f in inf.flows if not f.cross and f.leaf_a in leaves]
         rates = [f.gbps for f in mine if f.gbps is not None]
