@@ -166,7 +166,7 @@ def _make_lab(answers: Answers, faults: Sequence[str], parsed: list, profile: st
               switch_os: str | None, scale: float, separate: bool) -> Any:  # fmt: skip
     """The in-process Lab or a LabProcess: both offer boot(disks), endpoint(), the key paths, stop()."""
     from wizard.lab import Lab
-    from wizard.lab.lab_process import LabProcess
+    from wizard.lab.lab_process import LabProcess, build_error
 
     names, mgmt = [h.name for h in answers.hosts], {h.name: h.address for h in answers.hosts}
     if separate:
@@ -178,8 +178,7 @@ def _make_lab(answers: Answers, faults: Sequence[str], parsed: list, profile: st
             switch_os_of=answers.switches.os_of,
         )  # fmt: skip
     except ValueError as exc:
-        message = str(exc)
-        raise UsageError(message if "--switch-os" in message else f"--fault: {message}") from None
+        raise build_error(str(exc)) from None
     lab.time_scale = scale
     lab.reboot_seconds = max(0.2, lab.reboot_seconds * scale)
     return lab

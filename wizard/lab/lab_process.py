@@ -14,8 +14,15 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from wizard.errors import UsageError
+
 START_TIMEOUT_S = 600.0  # a 1,024-host lab restoring its disks takes about a minute on a loaded 2-core machine
 STOP_TIMEOUT_S = 60.0
+
+
+def build_error(message: str) -> UsageError:
+    """A lab that could not be built, as the usage error the wizard shows (in-process or in the child alike)."""
+    return UsageError(message if "--switch-os" in message else f"--fault: {message}")
 
 
 class LabProcessError(RuntimeError):
@@ -54,14 +61,11 @@ class LabProcess:
     async def boot(self, disks: Path | None) -> list[str]:
         """Start the lab, its hosts booted from the disks saved in ``disks`` where there are any; returns those
         hosts. A lab that cannot be built (a bad fault, an unknown profile) raises UsageError with its message."""
-        from wizard.errors import UsageError
-
         self.spec["disks"] = str(disks) if disks is not None else None
         try:
             await self.start()
         except LabProcessError as exc:
-            message = str(exc)
-            raise UsageError(message if "--switch-os" in message else f"--fault: {message}") from None
+            raise build_error(str(exc)) from None
         return self.booted
 
     async def start(self) -> None:
