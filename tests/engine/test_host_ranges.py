@@ -168,3 +168,18 @@ def test_an_unrelated_edit_keeps_the_ranges() -> None:
     data["network"]["mtu"] = 4200
     saved = dump_answers(type(answers).model_validate(data))
     assert "- name: gpu[001-004]" in saved and "mtu: 4200" in saved
+
+
+def test_the_run_line_of_a_fleet_names_the_count_and_the_ends_not_a_thousand_names() -> None:
+    import io
+
+    from wizard.cli.reporters import HumanReporter
+    from wizard.engine.events import Event
+
+    names = [f"gpu-{i:04d}" for i in range(1, 1025)]
+    for hosts, expected in ((names[:3], "hosts gpu-0001, gpu-0002, gpu-0003;"),
+                            (names, ", 1024 hosts (gpu-0001 .. gpu-1024);")):  # fmt: skip
+        stream = io.StringIO()
+        HumanReporter(stream)(Event("run_started", {"cluster": "c", "hosts": hosts, "stages": ["roce"]}))
+        assert expected in stream.getvalue()
+        assert len(stream.getvalue().splitlines()[0]) < 120

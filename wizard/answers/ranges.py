@@ -17,6 +17,14 @@ RANGE_ONLY_KEYS = ("address_start", "host_id_start")
 _REMEMBERED = 16
 
 
+def hosts_text(hosts: list[str], shown: int = 8) -> str:
+    """Hosts named in one line: every name for a few, the count and the ends for a fleet (a 1,024-name line says
+    nothing a reader can take in, and fills a terminal's scrollback)."""
+    if len(hosts) <= shown:
+        return ", ".join(hosts)
+    return f"{len(hosts)} hosts ({hosts[0]} .. {hosts[-1]})"
+
+
 class KeyProblem(ValueError):
     """A problem that knows which key it belongs to (("hosts", 2, "address")), so the message can name key and line."""
 

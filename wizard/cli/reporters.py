@@ -6,6 +6,7 @@ import json
 import sys
 from typing import TextIO
 
+from wizard.answers.ranges import hosts_text
 from wizard.engine.events import Event
 
 _MARK = {"done": "ok", "failed": "FAILED", "pending": "waiting", "skipped": "skipped", "running": ".."}
@@ -79,9 +80,9 @@ class HumanReporter:
         if not self.tag and d.get("host") in self.simulated_hosts:
             d = {**d, "host": f"{d['host']} [simulated]"}
         if kind == "run_started":
-            self._say(
-                f"roce-wizard: cluster {d['cluster']}, hosts {', '.join(d['hosts'])}; stages {', '.join(d['stages'])}"
-            )
+            named = hosts_text(d["hosts"], shown := 8)  # "a, b" or "1024 hosts (a .. z)"
+            named = named if len(d["hosts"]) > shown else f"hosts {named}"
+            self._say(f"roce-wizard: cluster {d['cluster']}, {named}; stages {', '.join(d['stages'])}")
         elif kind == "stage_started":
             self._say(f"== {d['stage']}: {d['title']}")
         elif kind == "plan" and d["changes"]:

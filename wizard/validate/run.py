@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from steps.discovery.facts import NicPort
 from wizard.answers.model import Answers
+from wizard.answers.ranges import hosts_text
 from wizard.engine.waves import in_waves
 from wizard.executors.base import Executor, ExecutorError
 from wizard.parsers.perftest import PerftestBw, PerftestLat
@@ -144,9 +145,7 @@ class Validation:
 
     async def run(self) -> Report:
         r, o = self.report, self.options
-        hosts = self.hosts
-        named = ", ".join(hosts) if len(hosts) <= 8 else f"{len(hosts)} hosts ({hosts[0]} .. {hosts[-1]})"
-        self.emit("phase", {"name": "probe", "text": f"reading facts on {named}"})
+        self.emit("phase", {"name": "probe", "text": f"reading facts on {hosts_text(self.hosts)}"})
         self.facts = await probe_all(self.answers, self.executors)
         reachable = [h for h in self.facts if not self.facts[h].error]
         # Whether each host has stdbuf, asked in waves: one host after another it was 1,024 round trips in a row.
