@@ -121,6 +121,14 @@ def parse_ps(text: str) -> list[tuple[int, int, str]]:
     return found
 
 
+def started_before(ps_text: str, since_s: float) -> list[tuple[int, str]]:
+    """The rail users (pid, command line) in ``ps -eo pid=,etimes=,args=`` that started before a flap ``since_s``
+    seconds ago. etimes is whole seconds, cut down: a job started 0.1 s before the flap reads 5 after 5.8 s. One
+    started in the flap's first second reads the same and is named too: it may have opened its queue pairs on a port
+    going down, and a needless restart costs less than a job left on a moved GID."""
+    return [(pid, args) for pid, age, args in parse_ps(ps_text) if age + 1 > since_s and may_use_rails(args)]
+
+
 async def wait_for_carrier(executor: Any, port: str, timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -174,8 +182,7 @@ async def flap(session: Any, stages: list[str], host: str, port: str, emit: Any)
     after = _disc(runner, host)
     result.gid_after = v2_gid(after, port) if after else (None, None)
     ps = await executor.run(["ps", "-eo", "pid=,etimes=,args="], timeout_s=30)
-    since = time.monotonic() - started
-    result.stale = [(pid, args) for pid, age, args in parse_ps(ps.stdout) if age >= since and may_use_rails(args)]
+    result.stale = started_before(ps.stdout, time.monotonic() - started)
     return result
 
 
