@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from wizard.lab import ib
 from wizard.lab.gids import ROCE_V1, GidEntry, GidTable, desired_entries, link_local_gid
 from wizard.lab.netdevs import LAG_MODES
+from wizard.lab.nodes import _EPOCH
 from wizard.lab.profile import CardSpec, PortSpec
 
 if TYPE_CHECKING:
@@ -148,8 +149,6 @@ def port_guid(mac: str) -> str:
 
 def gid_table(host: SimHost, dev: RdmaDev) -> GidTable:
     """The device's GID table, brought in line with the current addresses (stable indices)."""
-    from wizard.lab.vfs import _EPOCH
-
     table = host.gid_tables.setdefault(dev.name, GidTable())
     synced = host.__dict__.setdefault("_gid_synced", {})
     if synced.get(dev.name) != (_EPOCH[0], id(table)):
