@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from wizard.answers.model import SUDO_PASSWORD_ENV, Answers
+from wizard.answers.ranges import hosts_text
 from wizard.engine.events import EventBus
 from wizard.engine.logs import HostLogs, Redactor
 from wizard.engine.runner import Runner
@@ -132,7 +133,7 @@ async def simulated_targets(
         # The simulated hosts keep their disks next to the wizard's state, as real hosts keep theirs between runs.
         booted = await lab.boot(disks)
         if booted and disks is not None:
-            who = ", ".join(booted) if len(booted) <= 8 else f"{len(booted)} hosts ({booted[0]} .. {booted[-1]})"
+            who = hosts_text(booted)
             sys.stderr.write(
                 f"[simulated] {who} booted from the disks saved in {disks} (--reset starts from bare hosts)\n"
             )
