@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -38,18 +39,26 @@ def design(k: int, *, gateways: bool = True) -> Design:
     return Design(fabric="switched", endpoints=endpoints)
 
 
-def test_each_rail_address_asks_for_the_same_rail_of_every_other_host_and_one_address_of_each_other_rail() -> None:
+def test_each_rail_address_asks_for_its_rail_on_the_next_host_and_one_address_of_each_other_rail() -> None:
     designs = {f"gpu-00{k}": design(k) for k in (1, 2, 3)}
     queries = wanted(designs, list(designs), "gpu-002")
     assert [(q["src"], q["dst"], q["dev"], q["via"]) for q in queries] == [
-        ("10.10.0.2", "10.10.0.3", "enp24s0np0", None),
-        ("10.10.0.2", "10.10.0.1", "enp24s0np0", None),
+        ("10.10.0.2", "10.10.0.3", "enp24s0np0", None),  # gpu-001 is on the same subnet: the same rule and route
         ("10.10.0.2", "10.10.1.3", "enp24s0np0", "10.10.0.254"),
         ("10.10.1.2", "10.10.1.3", "enp64s0np0", None),
-        ("10.10.1.2", "10.10.1.1", "enp64s0np0", None),
         ("10.10.1.2", "10.10.0.3", "enp64s0np0", "10.10.1.254"),
     ]
-    assert batch_text(queries[:2]) == "route get 10.10.0.3 from 10.10.0.2\nroute get 10.10.0.1 from 10.10.0.2\n"
+    assert batch_text(queries[:2]) == "route get 10.10.0.3 from 10.10.0.2\nroute get 10.10.1.3 from 10.10.0.2\n"
+
+
+def test_a_rail_split_into_subnets_asks_one_host_of_each_and_a_thousand_hosts_ask_64_not_8000() -> None:
+    split = {f"gpu-00{k}": design(k) for k in (1, 2, 3)}
+    moved = split["gpu-003"].endpoints[0]
+    split["gpu-003"].endpoints[0] = replace(moved, subnet=ipaddress.ip_network("10.11.0.0/24"), address="10.11.0.3/24")
+    rail0 = [q["dst"] for q in wanted(split, list(split), "gpu-001") if q["dev"] == "enp24s0np0" and not q["via"]]
+    assert rail0 == ["10.10.0.2", "10.11.0.3"]
+    fleet = {f"gpu-{k:04d}": design(k % 250 + 1) for k in range(1, 1025)}
+    assert len(wanted(fleet, list(fleet), "gpu-0001")) == 4  # 2 rails x (1 same-rail + 1 other rail)
 
 
 def test_rails_without_a_table_or_gateway_ask_nothing_across_rails() -> None:
@@ -71,7 +80,7 @@ async def lab_facts(without_policy: tuple[str, ...] = ()) -> dict:
 async def test_the_check_passes_when_every_route_leaves_by_its_own_rail() -> None:
     (item,) = route_check("gpu-001", await lab_facts())
     assert item.status == "pass"
-    assert item.evidence == "gpu-001: 6 routes from 2 rail addresses each leave by their own rail"
+    assert item.evidence == "gpu-001: 4 routes from 2 rail addresses each leave by their own rail"
 
 
 async def test_without_the_rules_the_check_names_host_source_destination_and_both_ports() -> None:
@@ -177,6 +186,6 @@ async def test_the_network_stage_verifies_every_rail_route_on_the_switched_demo_
         await lab.stop()
     for host in ("gpu-001", "gpu-002", "gpu-003"):
         (item,) = [i for i in checks[host] if i.id == "policy_routes"]
-        # 8 rails x (2 same-rail peers + 7 other rails)
-        wanted_text = f"{host}: 72 routes from 8 rail addresses each leave by their own rail"
+        # 8 rails x (1 same-rail peer, the others on its subnet take the same route + 7 other rails)
+        wanted_text = f"{host}: 64 routes from 8 rail addresses each leave by their own rail"
         assert (item.status, item.evidence) == ("pass", wanted_text)
