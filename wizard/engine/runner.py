@@ -27,6 +27,7 @@ from wizard.engine.plan_ahead import PlanAhead
 from wizard.engine.prefetch import ProbeLog, explain_misses, read_stage
 from wizard.engine.state import RunRecord, StateStore, now
 from wizard.engine.step import CheckItem, ClusterView, HostPlan, Impact, ProbeContext, Step
+from wizard.engine.stored_facts import StoredFacts
 from wizard.errors import StateError
 from wizard.executors.base import CommandResult, Executor, ExecutorError, Stream
 
@@ -63,7 +64,7 @@ class Runner(PlanAhead):
         self.store = store
         self.bus = bus
         self.logs = logs
-        self.facts: dict[str, dict[str, Any]] = {h.name: store.load_facts(h.name) for h in answers.hosts}
+        self.facts = StoredFacts(store, [h.name for h in answers.hosts])  # each host's read on first use
         self._limit = asyncio.Semaphore(answers.ssh.max_parallel_hosts)
         self._out_of_run: dict[str, str] = {}  # host -> why later stages skip it
         # Hosts being changed right now. Only their commands are saved as they start and end (the record of what

@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import shlex
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
@@ -158,7 +158,7 @@ class ClusterView:
     """Everything a pure plan or check may look at: the answers and the latest facts of every host."""
 
     answers: Answers
-    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    facts: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # a run's are StoredFacts, read on use
 
     def host(self, name: str) -> HostEntry:
         for entry in self.answers.hosts:
