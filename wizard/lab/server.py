@@ -26,14 +26,28 @@ LAB_CIPHERS = ("aes128-gcm@openssh.com", "aes256-gcm@openssh.com", "aes128-ctr",
 
 
 class _ChannelSink(Sink):
-    """stdout/stderr of an exec channel; writes after the channel closed are dropped."""
+    """stdout/stderr of an exec channel; writes after the channel closed are dropped.
+
+    What a command writes before it next waits leaves as one SSH data message, as a real program's stdio buffer
+    and pipe hand sshd a block, not a line: the simulated ethtool -S sent one encrypted packet per line, which was a
+    third of the lab's CPU on a fleet's counter reads and as much of the wizard's reading them."""
 
     def __init__(self, writer: asyncssh.SSHWriter) -> None:
         self.writer = writer
+        self._pending: list[str] = []
 
     def write(self, text: str) -> None:
         if not text:
             return
+        if not self._pending:
+            asyncio.get_running_loop().call_soon(self.flush)  # once the command yields, or ends
+        self._pending.append(text)
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        text = "".join(self._pending)
+        self._pending.clear()
         try:
             self.writer.write(text)
         except (asyncssh.Error, BrokenPipeError, OSError, RuntimeError):
@@ -147,14 +161,15 @@ class HostListener:
         user = process.get_extra_info("username") or "root"
         peer = process.get_extra_info("peername") or ("127.0.0.1", 0)
         drop = host.take_ssh_drop(command)
+        out, err = _ChannelSink(process.stdout), _ChannelSink(process.stderr)
         run = asyncio.ensure_future(
             host.exec(
                 command,
                 user=user,
                 env=dict(process.env or {}),
                 stdin=ReaderInput(process.stdin),
-                out=_ChannelSink(process.stdout),
-                err=_ChannelSink(process.stderr),
+                out=out,
+                err=err,
                 client=(CLIENT_ADDRESS, int(peer[1])),
             )
         )
@@ -169,6 +184,8 @@ class HostListener:
         try:
             status = await run
         except asyncio.CancelledError:
+            out.flush()
+            err.flush()
             if not signalled or not run.cancelled():
                 run.cancel()
                 raise
@@ -179,8 +196,10 @@ class HostListener:
             return
         except Exception as exc:  # a simulator bug must show up as a failed command, not a hung session
             log.exception("lab command failed on %s: %s", host.name, command)
-            process.stderr.write(f"roce-wizard lab: internal error while running the command: {exc!r}\n")
+            err.write(f"roce-wizard lab: internal error while running the command: {exc!r}\n")
             status = 70
+        out.flush()  # every byte before the exit status, as sshd sends them
+        err.flush()
         if drop:
             conn.abort()
             return
