@@ -112,3 +112,22 @@ async def test_grep_reports_files_and_exit_codes_like_gnu_grep(host: SimHost) ->
     assert r.stdout == "/sys/class/net/lo/mtu:65536\nrc=2\n"
     r = await host.run("grep -q VARIANT_ID /etc/os-release && echo yes")
     assert r.stdout == "yes\n"
+
+
+async def test_a_script_parsed_once_runs_the_same_on_every_host_and_again() -> None:
+    """The parse of a script is shared by the hosts that run the same text (a fleet's probe batch): running it must
+    leave the tree as it was, so a second host and a second run see what the first saw."""
+    from wizard.lab.shell.parser import parse
+
+    script = (
+        'f() { echo "fn:$1"; }\n'
+        'for x in a b; do f "$x"; done\n'
+        "case $(hostname) in h1) echo first;; *) echo other;; esac\n"
+        "cat <<EOF\nbody $((1 + 2))\nEOF\n"
+        'n=0; while [ $n -lt 2 ]; do n=$((n + 1)); echo "n=$n"; done\n'
+    )
+    assert parse(script) is parse(script)
+    hosts = [SimHost(name, reference_profile(i), f"10.0.0.{11 + i}/24") for i, name in enumerate(("h1", "h2"))]
+    runs = [(await h.run(script)).stdout for h in (hosts[0], hosts[1], hosts[0])]
+    assert runs[0] == "fn:a\nfn:b\nfirst\nbody 3\nn=1\nn=2\n"
+    assert runs[1] == runs[0].replace("first", "other") and runs[2] == runs[0]
