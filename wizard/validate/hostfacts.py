@@ -3,8 +3,7 @@ batches, as the stages run them: wizard/engine/prefetch.py)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
 from steps.roce.facts import RoceFacts
@@ -23,7 +22,6 @@ class HostFacts:
     discovery: DiscoveryFacts
     roce: RoceFacts | None = None
     error: str | None = None
-    raw: dict[str, Any] = field(default_factory=dict)
     link_layer: str = "ethernet"  # the answers' fabric.link_layer for this host
     ib_sl: int | None = None  # fabric.ib_sl: the service level perftest puts in its QPs on InfiniBand
     expect_gbps: int | None = None  # the link rate the answers give this host's group (or discovery's)
@@ -46,12 +44,11 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
         disc, _ = await read_stage(Discovery(), ProbeContext(entry, ex, answers, {}), None)
     except ExecutorError as exc:
         return HostFacts(name, DiscoveryFacts(), error=str(exc))
-    facts = HostFacts(name, DiscoveryFacts.model_validate(disc), raw={"discovery": disc})
+    facts = HostFacts(name, DiscoveryFacts.model_validate(disc))
     facts.link_layer, facts.ib_sl = answers.fabric.link_layer_of(name), answers.fabric.ib_sl
     facts.expect_gbps = answers.expect_speed_gbps(name)
     try:
         roce, _ = await read_stage(Roce(), ProbeContext(entry, ex, answers, {"discovery": disc}), None)
-        facts.raw["roce"] = roce
         facts.roce = RoceFacts.model_validate({k: v for k, v in roce.items() if k != "notes"})
     except ExecutorError as exc:
         facts.error = str(exc)
