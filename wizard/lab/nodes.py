@@ -5,7 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 
@@ -148,6 +148,10 @@ class Dir(Node):
     def children(self) -> dict[str, Node]:
         return self._children
 
+    def names(self) -> Iterable[str]:
+        """The entries' names (a glob needs no more)."""
+        return self.children().keys()
+
     def child(self, name: str) -> Node | None:
         return self.children().get(name)
 
@@ -179,37 +183,40 @@ class DynDir(Dir):
         getter: Callable[[str], Node | None] | None = None,
         maker: Callable[[str], None] | None = None,
         remover: Callable[[str], None] | None = None,
+        namer: Callable[[], Iterable[str]] | None = None,
     ) -> None:
         super().__init__(mode)
         self.lister = lister
         self.getter = getter  # fast path for one entry of a big directory (sysfs gids/0..254)
+        self.namer = namer  # and its names without a node per entry
         self.maker = maker  # configfs: mkdir creates a group
         self.remover = remover
         self._epoch = -1
         self._entries: dict[str, object] = {}
-        self._got: dict[str, Node | None] = {}
 
     def _fresh(self) -> None:
         if self._epoch != _EPOCH[0]:
             self._epoch = _EPOCH[0]
-            self._entries = dict(self.lister()) if self.getter is None else {}
-            self._got = {}
+            self._entries = dict(self.lister())
 
     def children(self) -> dict[str, Node]:
-        self._fresh()
         if self.getter is not None:
-            self._entries = dict(self.lister())
+            # A big indexed directory (a GID table: 255 files) is built when listed and never kept: the last
+            # command's nodes, kept per host until the next, were megabytes per host on a 1,024-host lab.
+            return dict(self.lister())
+        self._fresh()
         for k, v in self._entries.items():
             if not isinstance(v, Node):
                 self._entries[k] = v()  # type: ignore[operator]
         return self._entries  # type: ignore[return-value]
 
+    def names(self) -> Iterable[str]:
+        return self.namer() if self.namer is not None else self.children().keys()
+
     def child(self, name: str) -> Node | None:
-        self._fresh()
         if self.getter is not None:
-            if name not in self._got:
-                self._got[name] = self.getter(name)
-            return self._got[name]
+            return self.getter(name)  # one entry, built for this look-up only
+        self._fresh()
         value = self._entries.get(name)
         if value is not None and not isinstance(value, Node):
             value = self._entries[name] = value()  # type: ignore[operator]

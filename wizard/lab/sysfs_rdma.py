@@ -82,22 +82,17 @@ class RdmaSysfs:
 
             return read
 
-        # The GID directories read the table when a file is read, so they are built once per device and kept
-        # across commands (a new RdmaDev, after a driver reload, gets new ones).
-        kept = self.__dict__.setdefault("_gid_dirs", {}).get(dev.name)
-        if kept is None or kept[0] is not dev:
-            gids = _indexed(lambda i: DynFile(gid_reader(i)))
-            types = _indexed(lambda i: DynFile(attr_reader(i, "type")))
-            ndevs = _indexed(lambda i: DynFile(attr_reader(i, "ndev")))
-            kept = self.__dict__["_gid_dirs"][dev.name] = (dev, gids, _dir(lambda: {"types": types, "ndevs": ndevs}))
-        _, gids, gid_attrs = kept
-
         def entries() -> dict[str, Node]:
             common: dict[str, Node] = {
                 "lid_mask_count": _const("0"),
                 "sm_sl": _const("0"),
-                "gids": gids,
-                "gid_attrs": gid_attrs,
+                "gids": _indexed(lambda i: DynFile(gid_reader(i))),
+                "gid_attrs": _dir(
+                    lambda: {
+                        "types": _indexed(lambda i: DynFile(attr_reader(i, "type"))),
+                        "ndevs": _indexed(lambda i: DynFile(attr_reader(i, "ndev"))),
+                    }
+                ),
                 "hw_counters": _dir(lambda: {k: _const(str(v)) for k, v in host.rdma_counters(dev).items()}),
             }
             if rdma.is_ib(host, dev):

@@ -264,7 +264,7 @@ class VFS:
                 node = self.lookup(dir_path, cwd)
                 if not isinstance(node, Dir):
                     continue
-                for name in sorted(node.children()):
+                for name in sorted(node.names()):
                     if name.startswith(".") and not part.startswith("."):
                         continue
                     if fnmatch.fnmatchcase(name, part):

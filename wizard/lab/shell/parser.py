@@ -299,7 +299,7 @@ def parse(src: str) -> Seq:
     return _parse_cached(src)
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.lru_cache(maxsize=128)  # bounded by count: a probe batch's tree is a few hundred KB
 def _parse_cached(src: str) -> Seq:
     # A fleet's probe batch is the same script on every host: parsed once, not 1,024 times (the lab's tokenizer
     # and parser were a third of its CPU while the wizard read a fleet's facts). A syntax error is not cached.
