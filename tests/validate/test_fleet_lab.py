@@ -82,3 +82,22 @@ def test_compare_names_the_port_that_got_slower_since_the_last_run(state: tuple[
     assert report.fleet is not None and report.fleet.compared_with is not None
     assert [(r.host, r.rail) for r in report.fleet.regressions] == [("gpu-003", 1)], out
     assert "gpu-003 rail 1: " in out and " since 20" in out
+
+
+def test_a_fleet_report_keeps_perftest_output_only_for_the_flows_that_did_not_pass(
+    state: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past OUTPUT_KEPT_HOSTS (here lowered to 2 for five hosts) a pass's printed output is dropped: a 1,024-host
+    quick run is tens of thousands of flows."""
+    from wizard.validate import run as validate_run
+
+    monkeypatch.setattr(validate_run, "OUTPUT_KEPT_HOSTS", 2)
+    answers, folder = state
+    code, out = _quick(answers, folder, "--fault", TRAINED_LOW)
+    assert code == 1, out
+    report = load(runs(folder)[-1])
+    passed = [x for x in report.together if x.status == "pass"]
+    failed = [x for x in report.together if x.status != "pass"]
+    assert passed and failed
+    assert all(x.output == "" for x in passed)
+    assert all("BW average" in x.output or "#bytes" in x.output for x in failed), failed[0].output

@@ -55,7 +55,6 @@ def skip_reason(answers: Answers) -> str | None:
 
 async def run_cross_rail(v: Validation, p: CrossRailPlan) -> list[RailResult]:
     """Every rail i of the client host to every rail j != i of the server host, one run at a time."""
-    from wizard.validate.run import rail_end
 
     why = skip_reason(v.answers)
     if why:
@@ -81,7 +80,7 @@ async def run_cross_rail(v: Validation, p: CrossRailPlan) -> list[RailResult]:
         for j in range(n_b):
             if i == j:
                 continue
-            client, server = rail_end(v.facts[a], i), rail_end(v.facts[b], j)
+            client, server = v.end(a, i), v.end(b, j)
             if client is None or server is None:
                 continue
             result = await _one(v, client, server, i, j, p.seconds)

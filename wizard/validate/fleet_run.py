@@ -88,10 +88,9 @@ async def _round(v: Validation, r: Round, number: int) -> None:
 async def _cross(v: Validation, client: str, server: str) -> None:
     """Rail i of the client to rail i+1 of the server, every rail at once: each flow crosses the spine."""
     from wizard.validate.cross_rail import _one
-    from wizard.validate.run import rail_end
 
     n = v._rail_count(client, server)
-    ends = [(rail_end(v.facts[client], i), rail_end(v.facts[server], (i + 1) % n), i) for i in range(n)]
+    ends = [(v.end(client, i), v.end(server, (i + 1) % n), i) for i in range(n)]
     runs = [_one(v, a, b, i, (i + 1) % n, v.options.together_s) for a, b, i in ends if a and b and n > 1]
     for result in await asyncio.gather(*runs):
         v.report.cross_rail.append(result)

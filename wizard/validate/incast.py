@@ -109,7 +109,6 @@ async def run_incast(v: Validation, plan: IncastPlan, *, cross: bool = False, fi
 async def _round(
     v: Validation, number: int, receiver: str, senders: list[str], seconds: float, shift: int = 0
 ) -> list[IncastRound]:
-    from wizard.validate.run import rail_end
 
     n_rails = min(len(v.facts[h].rails()) for h in [receiver, *senders])
     ports = {
@@ -120,7 +119,7 @@ async def _round(
     rails: list[IncastRound] = []
     specs: list[list[pt.Spec]] = []
     for i in range(n_rails):
-        recv = rail_end(v.facts[receiver], i)
+        recv = v.end(receiver, i)
         assert recv is not None
         j = (i + shift) % n_rails if n_rails > 1 else i
         x = IncastRound(rail=i, round=number, receiver=recv, line_gbps=recv.speed_gbps,
@@ -128,7 +127,7 @@ async def _round(
         x.receiver_switch_port = switch_port(v.facts[receiver], i)
         flows = []
         for s in senders:
-            end = rail_end(v.facts[s], j)
+            end = v.end(s, j)
             assert end is not None
             x.senders.append(IncastFlow(sender=end, switch_port=switch_port(v.facts[s], j)))
             flows.append(pt.Spec(v.options.tool, recv, end, v._next_port(), v.answers.roce.tos, duration_s=seconds))
