@@ -57,6 +57,7 @@ class Measured:
     peak_mib: float  # the wizard's own process (VmHWM), not the simulated lab's child process
     cpu_s: float  # the wizard's own user + system CPU seconds
     lab_peak_mib: float | None  # the lab's process, as the wizard reports it ("[simulated] the lab's own ...")
+    lab_cpu_s: float | None = None  # and its CPU seconds: on 2 cores the wall time is the larger of the two
 
 
 def run(argv: list[str], env: dict[str, str], log: Path) -> Measured:
@@ -72,8 +73,9 @@ def run(argv: list[str], env: dict[str, str], log: Path) -> Measured:
             time.sleep(0.1)
     wall = time.perf_counter() - started
     text = log.read_text(errors="replace")
-    found = re.search(r"the lab's own process peaked at (\d+) MiB", text)
-    return Measured(process.returncode, wall, peak, cpu, float(found.group(1)) if found else None)
+    found = re.search(r"the lab's own process peaked at (\d+) MiB(?: and used (\d+) s of CPU)?", text)
+    lab_cpu = float(found.group(2)) if found and found.group(2) else None
+    return Measured(process.returncode, wall, peak, cpu, float(found.group(1)) if found else None, lab_cpu)
 
 
 def _vm_hwm_mib(pid: int) -> float:
@@ -149,6 +151,7 @@ def main() -> int:
         "peak_rss_mib": round(timed.peak_mib, 1),
         "cpu_s": round(timed.cpu_s, 1),
         "lab_peak_rss_mib": timed.lab_peak_mib,
+        "lab_cpu_s": timed.lab_cpu_s,
         "bringup_s": round(bringup_s, 1) if bringup_s is not None else None,
         "cpus": os.cpu_count(),
     }))  # fmt: skip

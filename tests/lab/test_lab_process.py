@@ -5,6 +5,7 @@ lab never outlives the wizard."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -35,7 +36,9 @@ async def _run(targets: dict, host: str, command: str) -> str:  # type: ignore[t
         await executor.close()
 
 
-async def test_hosts_in_a_child_lab_answer_over_ssh_and_keep_their_disks(tmp_path: Path) -> None:
+async def test_hosts_in_a_child_lab_answer_over_ssh_and_keep_their_disks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     answers = load_answers(demo_answers("reference"))
     async with simulated_targets(answers, [], None, tmp_path, "reference", lab_process=True) as targets:
         assert set(targets) == {"server1", "server2"}
@@ -47,6 +50,8 @@ async def test_hosts_in_a_child_lab_answer_over_ssh_and_keep_their_disks(tmp_pat
 
     async with simulated_targets(answers, [], None, tmp_path, "reference", lab_process=True) as targets:
         assert (await _run(targets, "server1", "cat /etc/demo/file")).strip() == "kept", "booted from the saved disk"
+    said = capsys.readouterr().err
+    assert re.search(r"the lab's own process peaked at \d+ MiB and used \d+ s of CPU", said), said
 
 
 async def test_a_fault_the_child_lab_cannot_build_is_a_usage_error_naming_it(tmp_path: Path) -> None:

@@ -160,7 +160,8 @@ async def simulated_targets(
 
         raise write_error(state_dir, lab.disk_error, state_dir / "lab")
     if separate and getattr(lab, "peak_rss_mib", None) is not None:
-        sys.stderr.write(f"[simulated] the lab's own process peaked at {lab.peak_rss_mib:.0f} MiB\n")
+        cpu = f" and used {lab.cpu_s:.0f} s of CPU" if getattr(lab, "cpu_s", None) is not None else ""
+        sys.stderr.write(f"[simulated] the lab's own process peaked at {lab.peak_rss_mib:.0f} MiB{cpu}\n")
 
 
 def _make_lab(answers: Answers, faults: Sequence[str], parsed: list, profile: str,  # type: ignore[type-arg]

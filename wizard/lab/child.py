@@ -79,9 +79,11 @@ async def serve(spec: dict[str, Any]) -> int:
     waiting.cancel()
     await lab.stop()
     error = lab.disk_error
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     _say({
         "disk_error": [error.errno, error.strerror, error.filename] if error is not None else None,
-        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mib": round(usage.ru_maxrss / 1024, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
     })  # fmt: skip
     return 0
 

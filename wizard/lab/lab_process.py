@@ -55,6 +55,7 @@ class LabProcess:
         self.booted: list[str] = []
         self.disk_error: OSError | None = None
         self.peak_rss_mib: float | None = None
+        self.cpu_s: float | None = None  # the lab's own CPU seconds (its shell work for every simulated host)
         self._endpoints: dict[str, tuple[str, int]] = {}
         self._key = self._known = Path()
 
@@ -117,6 +118,7 @@ class LabProcess:
             error = end.get("disk_error")
             self.disk_error = OSError(*error) if error else None
             self.peak_rss_mib = end.get("peak_rss_mib")
+            self.cpu_s = end.get("cpu_s")
         await self._reap()
 
     async def _reap(self) -> None:
