@@ -208,3 +208,17 @@ def test_cma_roce_mode_bare_outputs() -> None:
 def test_cma_roce_mode_errors_and_foreign_text_are_refused(text: str) -> None:
     with pytest.raises(ParseError):
         parse_cma_roce_mode(text)
+
+
+def test_empty_slots_are_dropped_with_any_attribute_printed_for_them_and_the_rest_kept() -> None:
+    zero = ":".join(["0000"] * 8)
+    text = (
+        f"{_SYSFS}/mlx5_0/ports/1/gids/0:fe80:0000:0000:0000:0e42:a1ff:fe00:0002\n"
+        f"{_SYSFS}/mlx5_0/ports/1/gids/1:{zero}\n"
+        f"{_SYSFS}/mlx5_0/ports/1/gid_attrs/types/0:IB/RoCE v1\n"
+        f"{_SYSFS}/mlx5_0/ports/1/gid_attrs/types/1:RoCE v2\n"  # a kernel that printed a type for an empty slot
+        f"{_SYSFS}/mlx5_1/ports/1/gids/1:{zero}\n"
+        f"gids/7:{zero}\n"
+    )
+    table = parse_sysfs_gids(text)
+    assert [(e.device, e.port, e.index, e.version) for e in table.entries] == [("mlx5_0", 1, 0, "v1")]
