@@ -17,10 +17,14 @@ RANGE_ONLY_KEYS = ("address_start", "host_id_start")
 _REMEMBERED = 16
 
 
-def hosts_text(hosts: list[str], shown: int = 8) -> str:
+HOSTS_NAMED = 8
+"""Most hosts a one-line message names one by one; past it, the count and the first and last."""
+
+
+def hosts_text(hosts: list[str]) -> str:
     """Hosts named in one line: every name for a few, the count and the ends for a fleet (a 1,024-name line says
     nothing a reader can take in, and fills a terminal's scrollback)."""
-    if len(hosts) <= shown:
+    if len(hosts) <= HOSTS_NAMED:
         return ", ".join(hosts)
     return f"{len(hosts)} hosts ({hosts[0]} .. {hosts[-1]})"
 

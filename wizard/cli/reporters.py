@@ -6,7 +6,7 @@ import json
 import sys
 from typing import TextIO
 
-from wizard.answers.ranges import hosts_text
+from wizard.answers.ranges import HOSTS_NAMED, hosts_text
 from wizard.engine.events import Event
 
 _MARK = {"done": "ok", "failed": "FAILED", "pending": "waiting", "skipped": "skipped", "running": ".."}
@@ -80,8 +80,8 @@ class HumanReporter:
         if not self.tag and d.get("host") in self.simulated_hosts:
             d = {**d, "host": f"{d['host']} [simulated]"}
         if kind == "run_started":
-            named = hosts_text(d["hosts"], shown := 8)  # "a, b" or "1024 hosts (a .. z)"
-            named = named if len(d["hosts"]) > shown else f"hosts {named}"
+            hosts = d["hosts"]
+            named = f"hosts {hosts_text(hosts)}" if len(hosts) <= HOSTS_NAMED else hosts_text(hosts)  # "1024 hosts (.."
             self._say(f"roce-wizard: cluster {d['cluster']}, {named}; stages {', '.join(d['stages'])}")
         elif kind == "stage_started":
             self._say(f"== {d['stage']}: {d['title']}")
