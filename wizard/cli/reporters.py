@@ -81,7 +81,8 @@ class HumanReporter:
             d = {**d, "host": f"{d['host']} [simulated]"}
         if kind == "run_started":
             hosts = d["hosts"]
-            named = f"hosts {hosts_text(hosts)}" if len(hosts) <= HOSTS_NAMED else hosts_text(hosts)  # "1024 hosts (.."
+            # "hosts a, b, c" for a few; "1024 hosts (gpu-0001 .. gpu-1024)" for a fleet
+            named = f"hosts {hosts_text(hosts)}" if len(hosts) <= HOSTS_NAMED else hosts_text(hosts)
             self._say(f"roce-wizard: cluster {d['cluster']}, {named}; stages {', '.join(d['stages'])}")
         elif kind == "stage_started":
             self._say(f"== {d['stage']}: {d['title']}")
