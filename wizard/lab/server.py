@@ -29,8 +29,9 @@ class _ChannelSink(Sink):
     """stdout/stderr of an exec channel; writes after the channel closed are dropped.
 
     What a command writes before it next waits leaves as one SSH data message, as a real program's stdio buffer
-    and pipe hand sshd a block, not a line: the simulated ethtool -S sent one encrypted packet per line, which was a
-    third of the lab's CPU on a fleet's counter reads and as much of the wizard's reading them."""
+    and pipe hand sshd a block, not a line (stdout to a pipe is block buffered, setbuf(3)): the simulated ethtool -S
+    sent one encrypted packet per line, a third of the lab's CPU on a fleet's counter reads and as much of the
+    wizard's reading them."""
 
     def __init__(self, writer: asyncssh.SSHWriter) -> None:
         self.writer = writer
