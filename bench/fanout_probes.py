@@ -56,7 +56,7 @@ def one_script(probes: list[Probe]) -> str:
     """All probes as one sh script, with the same per-command delimiters and exit statuses the wizard's batch
     prints (so the same bytes travel); sudo probes go through ``sudo -n``, as the wizard's do."""
     commands = [f"sudo -n -- sh -c {shlex.quote(c)}" if sudo else c for c, sudo in probes]
-    return SBIN_ON_PATH + "\n" + script(commands, new_token())
+    return SBIN_ON_PATH + "\n" + f"set -- {new_token()}\n" + script(commands)  # the token the wizard passes as $1
 
 
 def playbook(probes: list[Probe], path: Path) -> Path:

@@ -117,7 +117,7 @@ async def _check_on_lab(fault: str | None = None, **target: object) -> tuple[Con
 async def test_a_ready_host_costs_one_exec_after_login_and_its_log_shows_both_commands() -> None:
     report, execs, shown = await _check_on_lab()
     assert (report.ok, report.os, report.problem) == (True, "Ubuntu 22.04.5 LTS", "")
-    assert len(execs) == 1 and execs[0].endswith("sh -s"), execs
+    assert len(execs) == 1 and " sh -s -- @@roce-wizard-" in execs[0], execs
     assert shown == ["cat /etc/os-release", "sudo -n true"]
 
 
@@ -131,5 +131,5 @@ async def test_sudo_wanting_a_password_reads_as_before_at_the_cost_of_one_more_e
 async def test_a_sudo_password_needs_its_own_exec_and_never_travels_in_the_script() -> None:
     report, execs, _ = await _check_on_lab("sudo_refused", sudo_password="s3cret")
     assert report.problem.startswith("sudo refused the password or the user: "), report.problem
-    assert execs[0].endswith("sh -s") and execs[-1] == "sudo -k -S -p '' -- true", execs
+    assert " sh -s -- @@roce-wizard-" in execs[0] and execs[-1] == "sudo -k -S -p '' -- true", execs
     assert not any("s3cret" in line for line in execs)

@@ -14,7 +14,7 @@ from wizard.engine.logs import HostLogs, Redactor
 from wizard.engine.runner import Runner
 from wizard.engine.state import StateStore
 from wizard.executors import ConnectionLost, SudoRefused
-from wizard.executors.batch import new_token, script, split
+from wizard.executors.batch import new_token, script, shell_argv, split
 from wizard.lab import Lab
 
 PROBES: list[Any] = [
@@ -43,8 +43,15 @@ def test_a_split_batch_gives_each_command_its_exact_output_and_status() -> None:
 
 def test_output_that_looks_like_a_delimiter_cannot_end_a_command_early() -> None:
     token = new_token()
-    text = script([["echo", "@@roce-wizard-0000000000000000 0 0"]], token)
-    assert token in text and text.count(token) == 1  # the real token is in a variable, never in the output
+    text = script([["echo", "@@roce-wizard-0000000000000000 0 0"]])
+    assert token not in text and shell_argv(token)[-1] == token  # an argument, kept in a variable, never printed
+    assert text.startswith('T="$1"\n')
+
+
+def test_the_same_probes_make_the_same_script_whatever_the_token() -> None:
+    """So a fleet's hosts all run one text (the simulated lab parses it once, not once per host and run)."""
+    assert script(PROBES) == script(list(PROBES))
+    assert shell_argv(new_token()) != shell_argv(new_token())
 
 
 async def test_a_batch_returns_what_one_exec_per_command_returns(lab: Lab) -> None:  # noqa: F811

@@ -131,3 +131,11 @@ async def test_a_script_parsed_once_runs_the_same_on_every_host_and_again() -> N
     runs = [(await h.run(script)).stdout for h in (hosts[0], hosts[1], hosts[0])]
     assert runs[0] == "fn:a\nfn:b\nfirst\nbody 3\nn=1\nn=2\n"
     assert runs[1] == runs[0].replace("first", "other") and runs[2] == runs[0]
+
+
+async def test_sh_s_reads_the_script_from_stdin_and_takes_the_arguments_as_positional(host: SimHost) -> None:
+    """bash(1) -s: what the wizard's probe batch runs (`sh -s -- <token>`, wizard/executors/batch.py)."""
+    r = await host.run("sh -s -- a 'b c'", stdin='echo "[$1][$2][$#]"\n')
+    assert (r.stdout, r.status) == ("[a][b c][2]\n", 0)
+    r = await host.run("bash -s", stdin='echo "[$#]"\n')
+    assert r.stdout == "[0]\n"

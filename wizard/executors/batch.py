@@ -7,7 +7,9 @@ costs one round trip. Parsing stays in Python with the same pure parsers: the sc
 
 stdout and stderr travel on separate SSH streams, so each stream gets its own delimiters: a line
 ``<token> <i>`` opens command i and ``<token> <i> <status>`` closes it on stdout, ``<token> <i> end`` on stderr.
-The token is random per batch, so a command's output cannot forge a delimiter.
+The token is random per batch, so a command's output cannot forge a delimiter. It reaches the script as its first
+argument (``sh -s -- <token>``), not in its text: the same probes make the same script on every host and in every
+run, which the simulated lab's shell parses once for a whole fleet (a real sh reads it as it goes either way).
 """
 
 from __future__ import annotations
@@ -34,8 +36,14 @@ def new_token() -> str:
     return "@@roce-wizard-" + secrets.token_hex(8)
 
 
-def script(commands: Sequence[Sequence[str] | str], token: str, *, timeout_s: float | None = None) -> str:
-    """The sh script that runs ``commands`` in order; each reads /dev/null, none can stop the others.
+def shell_argv(token: str) -> list[str]:
+    """How the script is run: sh reads it from stdin, with the batch's token as its first argument."""
+    return ["sh", "-s", "--", token]
+
+
+def script(commands: Sequence[Sequence[str] | str], *, timeout_s: float | None = None) -> str:
+    """The sh script that runs ``commands`` in order; each reads /dev/null, none can stop the others. It takes the
+    batch's token as its first argument (``shell_argv``).
 
     Each command runs in a subshell so an ``exit`` or ``set -e`` inside it ends only itself. With ``timeout_s``
     each command is wrapped in coreutils ``timeout`` (a hung probe ends with status 124, the others still run).
@@ -47,7 +55,7 @@ def script(commands: Sequence[Sequence[str] | str], token: str, *, timeout_s: fl
     its whole process group itself. A shell defers a trap while a foreground command runs, but ``wait`` returns at
     once for a trapped signal (POSIX sh, "Signals and Error Handling"): each command runs as a job that is waited for.
     """
-    lines = [f"T={shlex.quote(token)}", "trap 'trap - TERM HUP; kill -TERM 0; exit 143' TERM HUP"]
+    lines = ['T="$1"', "trap 'trap - TERM HUP; kill -TERM 0; exit 143' TERM HUP"]
     for i, argv in enumerate(commands):
         command = render_command(argv)
         if timeout_s is not None:

@@ -332,16 +332,16 @@ class SshExecutor:
         if not commands:
             return []
         token = batch.new_token()
-        text = batch.script(commands, token)
-        remote, stdin = SBIN_ON_PATH + "sh -s", text
+        text, shell = batch.script(commands), batch.shell_argv(token)
+        remote, stdin = SBIN_ON_PATH + shlex.join(shell), text
         optimistic = sudo and self._sudo_mode is None and not self.target.sudo_password
         if optimistic:
             # Straight to `sudo -n`, without the separate `sudo -n true` first: that exec was a round trip of its own
             # in front of every host's first sudo batch. If sudo itself refuses, the script never starts (no opening
             # delimiter) and the usual proof below words the refusal exactly as before.
-            remote = shlex.join(["sudo", "-n", "--", *SUDO_C_LOCALE, "sh", "-s"])
+            remote = shlex.join(["sudo", "-n", "--", *SUDO_C_LOCALE, *shell])
         elif sudo:
-            remote, stdin = await self._with_sudo(["sh", "-s"], text)
+            remote, stdin = await self._with_sudo(shell, text)
         limit = timeout_s or self.target.command_timeout_s
         shown = f"a batch of {len(commands)} probes ({render_command(commands[0])}, ...)"
         received: list[str] = []

@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from wizard.lab.nodes import Dir, DynDir, DynFile, File, Node, Symlink
+from wizard.lab.nodes import Dir, DynDir, DynFile, File, Node, Symlink, changes
 
 if TYPE_CHECKING:
     from wizard.lab.host import SimHost
@@ -54,17 +54,23 @@ def _load(doc: dict[str, Any]) -> Node:
 
 def save_disk(host: SimHost, path: Path) -> None:
     """Write the host's disk image atomically."""
+    attrs = {name: getattr(host, name) for name in DISK_ATTRS}
+    # No node anywhere changed and the package database reads the same: the image on disk is this host's image.
+    seen = (path, changes(), json.dumps(attrs))
+    if host.__dict__.get("_disk_seen") == seen:
+        return
     tree = {name: _dump(node) for name, node in host.fs.root.children().items() if name not in KERNEL_MOUNTS}
     doc = {
         "version": VERSION,
         "host": host.name,
         "tree": {k: v for k, v in tree.items() if v is not None},
-        "attrs": {name: getattr(host, name) for name in DISK_ATTRS},
+        "attrs": attrs,
     }
     text = json.dumps(doc)  # dumps runs the C encoder; dump() iterates in Python, ~10x slower
     if host.__dict__.get("_disk_saved") == (path, text):
         # Most commands only read. Writing and fsyncing an unchanged image after each of them blocked the lab's one
         # event loop on the disk, thousands of times a minute with a thousand hosts.
+        host.__dict__["_disk_seen"] = seen
         return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -75,6 +81,7 @@ def save_disk(host: SimHost, path: Path) -> None:
             os.fsync(handle.fileno())
         os.replace(temp, path)
         host.__dict__["_disk_saved"] = (path, text)
+        host.__dict__["_disk_seen"] = seen
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)  # a full or read-only disk keeps the last image and no temp file

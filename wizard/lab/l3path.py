@@ -23,13 +23,14 @@ leave by that port whatever the routing tables say, and a NIC does no reverse-pa
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from wizard.lab import routing, sysctl
 
 if TYPE_CHECKING:
+    from wizard.lab.fabric import PortRef
     from wizard.lab.host import SimHost
     from wizard.lab.switches import Switch
 
@@ -56,11 +57,6 @@ class Arrival:
     netdev: str
     path_mtu: int
     routed: bool = False
-
-
-def _ports_on(host: SimHost, segment: str) -> list[tuple[str, int]]:
-    assert host.lab is not None
-    return host.lab.fabric.members(segment)
 
 
 def _owner_at(host: SimHost, ref: tuple[str, int], ip: str) -> tuple[SimHost, str] | None:
@@ -93,10 +89,10 @@ def send(host: SimHost, route: routing.Route, dst: str) -> Arrival | str:
         if segment is None or ingress is None:
             continue
         if route.via is None:
-            for ref in fabric.peers(me):
-                found = _owner_at(host, ref, dst)
-                if found:
-                    return Arrival(found[0], found[1], fabric.path_mtu(me, ref))
+            answer = _arp(host, segment, dst, me)
+            if answer:
+                ref, found = answer
+                return Arrival(found[0], found[1], fabric.path_mtu(me, ref))
             continue
         leaf = switches.switches.get(ingress.switch)
         gw = svi(leaf) if leaf is not None else None
@@ -106,13 +102,58 @@ def send(host: SimHost, route: routing.Route, dst: str) -> Arrival | str:
         target = _segment_for(switches.switches.values(), dst)
         if target is None:
             continue
-        for ref in _ports_on(host, target):
-            found = _owner_at(host, ref, dst)
-            egress = switches.port_of(ref)
-            if found and egress is not None:
-                mtus = [p.mtu for p in switches.path(me, ref)]  # both leaf ports, and uplinks and spine between leaves
-                return Arrival(found[0], found[1], min(mtus), routed=True)
+        answer = _arp(host, target, dst, None, lambda ref: switches.port_of(ref) is not None)
+        if answer:
+            ref, found = answer
+            mtus = [p.mtu for p in switches.path(me, ref)]  # both leaf ports, and uplinks and spine between leaves
+            return Arrival(found[0], found[1], min(mtus), routed=True)
     return outcome
+
+
+def _arp(
+    host: SimHost,
+    segment: str,
+    dst: str,
+    me: PortRef | None,
+    usable: Callable[[PortRef], bool] = lambda ref: True,
+) -> tuple[PortRef, tuple[SimHost, str]] | None:
+    """The port of ``segment`` (not ``me``) whose host answers ARP for ``dst``, with that host and netdev.
+
+    A rail of a 1,024-host fabric is one segment across its SUs, and searching it port by port for each of a round's
+    4,096 connections was most of the lab's work. So each segment keeps which port holds which address, learnt in one
+    pass when an address is not known or its port no longer answers for it, and every answer is checked against the
+    port's state as it is now (carrier, admin state, the address). Two ports holding one address (a duplicate, a
+    fault of its own) answer as the first of them in the segment did; where that one cannot, the others are tried."""
+    assert host.lab is not None
+    fabric = host.lab.fabric
+    learnt: dict[str, dict[str, PortRef]] = fabric.__dict__.setdefault("_arp_answers", {})
+    for attempt in range(2):
+        ref = learnt.get(segment, {}).get(dst)
+        if ref is not None and ref != me and fabric.segment(ref) == segment and usable(ref):
+            found = _owner_at(host, ref, dst)
+            if found:
+                return ref, found
+        if attempt == 0:
+            learnt[segment] = _addresses_on(host, segment)
+    for ref in fabric.members(segment):  # the learnt port cannot answer: any other that can
+        if ref != me and usable(ref) and (found := _owner_at(host, ref, dst)):
+            return ref, found
+    return None
+
+
+def _addresses_on(host: SimHost, segment: str) -> dict[str, PortRef]:
+    """Every address held on ``segment``, and the first port (in the segment's order) that holds it."""
+    from wizard.lab.reach import _owner_netdev
+
+    assert host.lab is not None
+    held: dict[str, PortRef] = {}
+    for ref in host.lab.fabric.members(segment):
+        peer = host.lab.hosts.get(ref[0])
+        owner = _owner_netdev(peer, ref[1]) if peer is not None else None
+        if peer is not None and owner is not None:
+            for addr in peer.netdevs[owner].addrs:
+                held.setdefault(addr.ip_text, ref)
+    return held
 
 
 def rp_filter(host: SimHost, dev: str) -> int:
@@ -138,28 +179,29 @@ def accepts(host: SimHost, in_dev: str, source: str, local: str) -> bool:
     return mode == 2 or back.dev == in_dev
 
 
-def round_trip(host: SimHost, dst: str, route: routing.Route, packet: int) -> tuple[str, float]:
-    """An ICMP echo along ``route`` and its answer along the peer's own route: (outcome, rtt ms)."""
+def round_trip(host: SimHost, dst: str, route: routing.Route, packet: int) -> tuple[str, float, str]:
+    """An ICMP echo along ``route`` and its answer along the peer's own route: (outcome, rtt ms, the host that
+    answered; "" unless the outcome is ok)."""
     there = send(host, route, dst)
     if isinstance(there, str):
-        return there, 0.0
+        return there, 0.0, ""
     peer = there.host
     if not accepts(peer, there.netdev, route.src, dst):
-        return "loss", 0.0
+        return "loss", 0.0, ""
     try:
         back_route = routing.lookup(peer, route.src, src=dst)
     except routing.RouteError:
-        return "loss", 0.0
+        return "loss", 0.0, ""
     back = send(peer, back_route, route.src)
     if isinstance(back, str) or back.host is not host or not accepts(host, back.netdev, dst, route.src):
-        return "loss", 0.0
+        return "loss", 0.0, ""
     tx, rx = host.netdevs[route.dev].mtu, peer.netdevs[there.netdev].mtu
     peer_tx, own_rx = peer.netdevs[back_route.dev].mtu, host.netdevs[back.netdev].mtu
     fits = min(packet, tx) <= min(there.path_mtu, rx) and min(packet, peer_tx) <= min(back.path_mtu, own_rx)
     if not fits:
-        return "loss", 0.0
+        return "loss", 0.0, ""
     hops = there.routed + back.routed
-    return "ok", (0.11 if packet < 2000 else 0.19) + 0.01 * hops
+    return "ok", (0.11 if packet < 2000 else 0.19) + 0.01 * hops, peer.name
 
 
 def roce_failure(a: SimHost, a_dev: str, a_ip: str, b: SimHost, b_dev: str, b_ip: str) -> str | None:

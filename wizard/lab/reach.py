@@ -19,6 +19,7 @@ class Probe:
     src: str = ""
     mtu: int = 1500
     rtt_ms: float = 0.2
+    peer: str = ""  # the host that answered, where the modelled fabric routed the packet (else "": not traced)
 
 
 def _egress_ports(host: SimHost, dev_name: str) -> list[int]:
@@ -59,7 +60,7 @@ def probe(
     packet = size + (48 if v6 else 28)
     for dev in host.netdevs.values():
         if dev.admin_up and dev.has_addr(dst):
-            return Probe("ok", "lo", dst, 65536, 0.02)
+            return Probe("ok", "lo", dst, 65536, 0.02, host.name)
     if not v6 and host.lab is not None and host.lab.fabric.switches is not None:
         return _routed(host, dst, iface, src, packet, dont_frag)
     if iface:
@@ -177,5 +178,5 @@ def _routed(host: SimHost, dst: str, iface: str | None, src: str | None, packet:
         return Probe("local_mtu", route.dev, route.src, mtu)
     if route.dev == host.profile.mgmt.netdev:
         return _mgmt(host, dst, route.via, route.dev, route.src, mtu, packet)
-    outcome, rtt = l3path.round_trip(host, dst, route, packet)
-    return Probe(outcome, route.dev, route.src, mtu, rtt or 0.2)
+    outcome, rtt, peer = l3path.round_trip(host, dst, route, packet)
+    return Probe(outcome, route.dev, route.src, mtu, rtt or 0.2, peer)

@@ -133,7 +133,8 @@ async def timeout(ctx: Ctx) -> int:
 
 @command("bash")
 async def bash(ctx: Ctx) -> int:
-    """bash/sh/dash: -c STRING, a script file, or a script on stdin; -e -u -x -n -o pipefail honoured."""
+    """bash/sh/dash: -c STRING, a script file, or a script on stdin (-s ARGS: with $1...); -e -u -x -n -o pipefail
+    honoured."""
     args = list(ctx.args)
     opts: dict[str, bool] = {}
     source: str | None = None
@@ -147,6 +148,8 @@ async def bash(ctx: Ctx) -> int:
         for ch in a[1:]:
             if ch == "c":
                 source = "c"
+            elif ch == "s" and source is None:  # bash(1), -s: commands from stdin, the arguments are $1...
+                source = "s"
             elif ch in letters:
                 opts[letters[ch]] = a[0] == "-"
     if args and args[0] == "--":
@@ -158,6 +161,8 @@ async def bash(ctx: Ctx) -> int:
         text = args.pop(0)
         if args:
             argv0, positional = args[0], args[1:]
+    elif source == "s":
+        text, positional = await ctx.stdin.read(), args
     elif args:
         path = args[0]
         try:
