@@ -51,6 +51,7 @@ def faults(hosts: int) -> list[tuple[str, tuple[str, str | None, int | None, str
 
 
 BOOTED = re.compile(r"\[simulated\] \d+ hosts .* (booted|built)")  # the demo's line once its lab is up
+PHASE = re.compile(r"^\[simulated\] == (.*)$", re.M)
 
 
 @dataclass
@@ -62,6 +63,7 @@ class Measured:
     lab_peak_mib: float | None  # the lab's process, as the wizard reports it ("[simulated] the lab's own ...")
     lab_cpu_s: float | None = None  # and its CPU seconds: on 2 cores the wall time is the larger of the two
     lab_boot_s: float | None = None  # until the simulated hosts had booted: the lab's start, no work of the wizard's
+    phases: list[dict[str, object]] | None = None  # each "== ..." line: when it came, the wizard's RSS and peak then
 
 
 def run(argv: list[str], env: dict[str, str], log: Path) -> Measured:
@@ -73,24 +75,36 @@ def run(argv: list[str], env: dict[str, str], log: Path) -> Measured:
                                    stderr=err)  # fmt: skip
         peak = cpu = 0.0
         booted: float | None = None
+        phases: list[dict[str, object]] = []
         while process.poll() is None:
             peak, cpu = max(peak, _vm_hwm_mib(process.pid)), max(cpu, _cpu_s(process.pid))
-            if booted is None and BOOTED.search(log.read_text(errors="replace")):
+            text = log.read_text(errors="replace")  # phase and failure lines only: small
+            if booted is None and BOOTED.search(text):
                 booted = time.perf_counter() - started
+            for line in PHASE.findall(text)[len(phases) :]:
+                rss, hwm = _vm_mib(process.pid, "VmRSS"), _vm_mib(process.pid, "VmHWM")
+                phases.append({"at_s": round(time.perf_counter() - started, 1), "rss_mib": round(rss),
+                               "peak_mib": round(hwm), "phase": line[:60]})  # fmt: skip
             time.sleep(0.1)
     wall = time.perf_counter() - started
     text = log.read_text(errors="replace")
     found = re.search(r"the lab's own process peaked at (\d+) MiB(?: and used (\d+) s of CPU)?", text)
     lab_cpu = float(found.group(2)) if found and found.group(2) else None
-    return Measured(process.returncode, wall, peak, cpu, float(found.group(1)) if found else None, lab_cpu, booted)
+    lab_peak = float(found.group(1)) if found else None
+    return Measured(process.returncode, wall, peak, cpu, lab_peak, lab_cpu, booted, phases)
 
 
 def _vm_hwm_mib(pid: int) -> float:
+    return _vm_mib(pid, "VmHWM")
+
+
+def _vm_mib(pid: int, field: str) -> float:
+    """A memory line of /proc/PID/status (proc(5)): VmHWM is the peak resident set, VmRSS the current one."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
         return 0.0
-    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.M)
+    found = re.search(rf"^{field}:\s+(\d+) kB", status, re.M)
     return int(found.group(1)) / 1024 if found else 0.0
 
 
@@ -164,6 +178,7 @@ def main() -> int:
         "lab_peak_rss_mib": timed.lab_peak_mib,
         "lab_cpu_s": timed.lab_cpu_s,
         "bringup_s": round(bringup_s, 1) if bringup_s is not None else None,
+        "phases": timed.phases,
         "cpus": os.cpu_count(),
     }))  # fmt: skip
     return 0 if not (wanted - named) and not (named - wanted) else 1

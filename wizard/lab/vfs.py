@@ -23,6 +23,11 @@ from wizard.lab.nodes import (  # re-exported: the public filesystem API lives i
 )
 
 
+def _child_path(directory: str, name: str) -> str:
+    """posixpath.join for a name without slashes under an absolute directory (a tenth of a sysfs scan's time)."""
+    return directory + name if directory.endswith("/") else directory + "/" + name
+
+
 class VFS:
     """Path-level operations with POSIX-like errors and permission checks."""
 
@@ -79,7 +84,7 @@ class VFS:
                 target = child.target if child.target.startswith("/") else posixpath.join(real, child.target)
                 child, real = self._walk(target, "/", True, depth + 1)
             else:
-                real = posixpath.join(real, part)
+                real = _child_path(real, part)
             node = child
         return node, real
 
@@ -102,7 +107,7 @@ class VFS:
         if isinstance(child, Symlink) and follow_last:
             target = child.target if child.target.startswith("/") else posixpath.join(real, child.target)
             return self._walk(target, "/", True, 1)
-        return child, posixpath.join(real, name)
+        return child, _child_path(real, name)
 
     def resolve(self, path: str, cwd: str = "/", *, follow: bool = True) -> Node:
         return self._walk(path, cwd, follow)[0]
