@@ -36,6 +36,25 @@ def test_a_state_file_from_another_schema_version_is_refused_clearly(tmp_path: P
         StateStore(tmp_path).host("a")
 
 
+def test_a_stage_status_is_read_without_keeping_the_host_record(tmp_path: Path) -> None:
+    """The demo asks every host whether its first stages are done before a bwtest: at 1,024 hosts loading every
+    record for it held 160 MiB that nothing else read."""
+    store = StateStore(tmp_path)
+    store.host("server1").stage("discovery").status = "done"
+    store.host("server1").stage("discovery").checks = []
+    store.save_host("server1")
+    fresh = StateStore(tmp_path)
+    assert fresh.stage_status("server1", "discovery") == "done"
+    assert fresh.stage_status("server1", "roce") == "pending", "a stage the record does not have"
+    assert fresh.stage_status("server2", "discovery") == "pending", "a host with no record"
+    assert fresh._hosts == {}, "nothing kept"
+    store.host("server1").stage("roce").status = "failed"  # a record already loaded is the one asked
+    assert store.stage_status("server1", "roce") == "failed"
+    (tmp_path / "hosts" / "a.json").write_text(json.dumps({"schema_version": 99, "host": "a"}))
+    with pytest.raises(StateError, match="schema version 99"):
+        fresh.stage_status("a", "discovery")
+
+
 def test_a_garbled_state_file_is_reported_not_trusted(tmp_path: Path) -> None:
     (tmp_path / "run.json").write_text("{not json")
     with pytest.raises(StateError, match="not valid JSON"):

@@ -8,7 +8,7 @@ import pytest
 
 from wizard.errors import UsageError
 from wizard.validate import store
-from wizard.validate.history import compare, describe, find_run, history_lines, load
+from wizard.validate.history import compare, describe, find_run, history_lines, load, load_rates
 from wizard.validate.model import RailEnd, RailResult, Report
 
 
@@ -40,6 +40,20 @@ def test_a_port_slower_with_every_peer_is_named_with_both_rates_and_the_date(tmp
     before, after = _healthy("2026-11-20T08:00:00+00:00"), _healthy("2026-11-28T08:00:00+00:00", slow=354.0)
     found = compare(before, after, "bwtest-20261120", threshold_pct=5)
     assert [describe(r) for r in found] == ["gpu-0003 rail 3: 390 -> 354 Gb/s (-9 %) since 2026-11-20"]
+
+
+def test_a_saved_run_compares_the_same_read_for_its_rates_only_as_read_whole(tmp_path: Path) -> None:
+    """--compare reads only each flow's hosts, rail, mode and rate of the earlier run (its file is 22 MB at 1,024
+    hosts): the regressions are the ones the whole report gives."""
+    before = _healthy("2026-11-20T08:00:00+00:00")
+    before.rails.append(before.together[0].model_copy(update={"mode": "alone", "gbps": 395.0}))
+    before.rails.append(before.together[1].model_copy(update={"mode": "cross", "gbps": 100.0}))  # not the same path
+    path = store.save(tmp_path, before)
+    after = _healthy("2026-11-28T08:00:00+00:00", slow=354.0)
+    lean = compare(load_rates(path), after, "bwtest-20261120", threshold_pct=5)
+    assert lean == compare(load(path), after, "bwtest-20261120", threshold_pct=5)
+    # the alone flow's 395 counts (gpu-0001 and gpu-0002 now 390: within 5 %); the cross-rail flow does not
+    assert [describe(r) for r in lean] == ["gpu-0003 rail 3: 390 -> 354 Gb/s (-9 %) since 2026-11-20"]
 
 
 def test_a_drop_within_the_threshold_is_not_a_regression() -> None:

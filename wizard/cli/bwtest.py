@@ -150,15 +150,14 @@ async def _bwtest(args: argparse.Namespace, options: Any) -> int:
             earlier = find_run(state_dir, args.compare or None)  # before any test runs: a wrong RUN costs nothing
         say = progress_printer(args.demo, fleet=bool(args.quick or args.suspects or args.budget is not None))
         report = await Validation(answers, executors, simulated=args.demo, options=options, on_event=say).run()
-    saved = store.save(state_dir, report)
-    if args.compare is not None:
+    if args.compare is not None:  # before the run is saved, so that it is written once (22 MB at 1,024 hosts)
         from wizard.validate.fleet_model import FleetSummary
-        from wizard.validate.history import compare, load
+        from wizard.validate.history import compare, load_rates
 
-        found = compare(load(earlier), report, earlier.stem, answers.validation.regression_pct)
+        found = compare(load_rates(earlier), report, earlier.stem, answers.validation.regression_pct)
         report.fleet = report.fleet or FleetSummary()
         report.fleet.regressions, report.fleet.compared_with = found, earlier.stem
-        saved = store.save(state_dir, report)
+    saved = store.save(state_dir, report)
     if args.report:
         args.report.write_text(render(report), encoding="utf-8")
         sys.stderr.write(f"roce-wizard: HTML report written to {args.report}\n")

@@ -63,7 +63,7 @@ async def prepare_demo(answers: Any, targets: Any, state_dir: Path, password: st
     from wizard.engine.state import StateStore
 
     store = StateStore(state_dir)
-    done = all(store.host(h.name).stage(s).status == "done" for h in answers.hosts for s in PREP_STAGES)
+    done = all(store.stage_status(h.name, s) == "done" for h in answers.hosts for s in PREP_STAGES)
     if done:
         return
     sys.stderr.write(f"[simulated] preparing the simulated hosts first: stages {', '.join(PREP_STAGES)}\n")

@@ -67,6 +67,19 @@ class HostRecord(_Model):
         return self.stages.setdefault(stage, StageRecord())
 
 
+class _StageStatus(BaseModel):
+    """What StateStore.stage_status reads of a saved stage: only its status (the rest is left unread)."""
+
+    model_config = ConfigDict(extra="ignore")
+    status: Status = "pending"
+
+
+class _Statuses(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    host: str
+    stages: dict[str, _StageStatus] = Field(default_factory=dict)
+
+
 class RunRecord(_Model):
     schema_version: int = SCHEMA_VERSION
     cluster: str = ""
@@ -170,6 +183,17 @@ class StateStore:
             record = self._validate(HostRecord, data, f"hosts/{name}.json") if data else HostRecord(host=name)
             self._hosts[name] = record
         return self._hosts[name]
+
+    def stage_status(self, name: str, stage: str) -> Status:
+        """A stage's status on a host, without loading (and keeping) the host's whole record: asking it of every
+        host of a 1,024-host fleet held 160 MiB of records that nothing else read."""
+        if name in self._hosts:
+            return self._hosts[name].stage(stage).status
+        data = self._read(self._host_path(name))
+        if not data:
+            return "pending"
+        statuses = self._validate(_Statuses, data, f"hosts/{name}.json")  # host()'s checks: version, then shape
+        return statuses.stages.get(stage, _StageStatus()).status
 
     def save_host(self, name: str, *, durable: bool = True) -> None:
         """``durable=False`` for status-only saves: a record lost to a power cut is re-verified on the hosts."""

@@ -10,12 +10,40 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from wizard.errors import UsageError
 from wizard.validate.fleet_model import Regression
 from wizard.validate.model import Report
 from wizard.validate.store import results_dir
 
 Port = tuple[str, int]
+
+
+class _End(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    host: str
+
+
+class _Flow(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    rail: int
+    mode: str = "alone"
+    gbps: float | None = None
+    client: _End
+    server: _End
+
+
+class RunRates(BaseModel):
+    """What ``--compare`` reads of an earlier run: each flow's two hosts, rail, mode and rate, nothing else. A
+    1,024-host run's file is 22 MB, and read whole into a Report it was the largest thing a fleet run held (at its
+    end, beside the run's own report)."""
+
+    model_config = ConfigDict(extra="ignore")
+    started: str
+    finished: str | None = None
+    rails: list[_Flow] = Field(default_factory=list)
+    together: list[_Flow] = Field(default_factory=list)
 
 
 def runs(state_dir: Path) -> list[Path]:
@@ -46,7 +74,11 @@ def load(path: Path) -> Report:
     return Report.model_validate_json(path.read_text(encoding="utf-8"))
 
 
-def port_rates(report: Report) -> dict[Port, float]:
+def load_rates(path: Path) -> RunRates:
+    return RunRates.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def port_rates(report: Report | RunRates) -> dict[Port, float]:
     """Best Gb/s of the same-rail flows through each host port (cross-rail runs left out: another path)."""
     rates: dict[Port, list[float]] = defaultdict(list)
     for x in report.together + [x for x in report.rails if x.mode == "alone"]:
@@ -57,7 +89,7 @@ def port_rates(report: Report) -> dict[Port, float]:
     return {port: max(values) for port, values in rates.items()}
 
 
-def compare(before: Report, after: Report, run: str, threshold_pct: float) -> list[Regression]:
+def compare(before: Report | RunRates, after: Report, run: str, threshold_pct: float) -> list[Regression]:
     """Host ports at least ``threshold_pct`` slower in ``after`` than in ``before``, worst first."""
     old, new = port_rates(before), port_rates(after)
     since = (before.finished or before.started)[:10]
