@@ -31,31 +31,42 @@ def budget_bar(b: Budget) -> str:
     return f"{b.mode}: {ran}/{len(b.rounds)} rounds, {b.used_s:.0f} s of fabric time"
 
 
-def fleet_summary(report: Report) -> str:
+SUMMARY_LINES = 16  # the summary's height: below it the leaves table, which must keep most of the page
+
+
+def fleet_summary(report: Report, max_lines: int = SUMMARY_LINES) -> str:
+    """Suspects first, then regressions, the budget bar and coverage, in at most ``max_lines`` one-row lines: with
+    many suspects each keeps one line of evidence, then the last ones are counted, so the budget and coverage
+    always show (five suspects with two lines each pushed them out of the box on a 1,024-host run)."""
     f = report.fleet
     if f is None:
         return ""
-    lines = []
-    if f.suspects:
-        lines.append(f"[b red]{len(f.suspects)} suspect(s)[/], most certain first:")
-        for s in f.suspects:
-            status = "" if s.status == "suspect" else f" [b]{s.status.upper()}[/]"
-            lines.append(f"  [b]{escape(KIND_WORDS[s.kind])}: {escape(s.part)}[/]{status}")
-            lines += [f"      {escape(e)}" for e in s.evidence[:2]]
-    elif f.budget.rounds:
-        lines.append("[green]no suspects[/]: no slow flow is left unexplained")
-    for r in f.regressions[:8]:
-        lines.append(f"  [yellow]regression[/] {escape(describe(r))}")
-    lines.append(budget_bar(f.budget))
+    tail = [f"  [yellow]regression[/] {escape(describe(r))}" for r in f.regressions[:3]]
+    if len(f.regressions) > 3:
+        tail.append(f"  [yellow]+{len(f.regressions) - 3} more regression(s)[/] (t results, or the HTML report)")
+    tail.append(budget_bar(f.budget))
     if f.budget.stopped:
-        lines.append(f"[yellow]stopped:[/] {escape(f.budget.stopped)}")
-    lines.append(escape(coverage_line(f.coverage)))
-    return "\n".join(lines)
+        tail.append(f"[yellow]stopped:[/] {escape(f.budget.stopped)}")
+    tail.append(escape(coverage_line(f.coverage)))
+    if not f.suspects:
+        head = ["[green]no suspects[/]: no slow flow is left unexplained"] if f.budget.rounds else []
+        return "\n".join(head + tail)
+    room = max(3, max_lines - len(tail) - 1)  # the header line, then the suspects
+    evidence = 2 if len(f.suspects) * 3 <= room else 1
+    shown = len(f.suspects) if len(f.suspects) * (1 + evidence) <= room else max(1, (room - 1) // (1 + evidence))
+    head = [f"[b red]{len(f.suspects)} suspect(s)[/], most certain first:"]
+    for s in f.suspects[:shown]:
+        status = "" if s.status == "suspect" else f" [b]{s.status.upper()}[/]"
+        head.append(f"  [b]{escape(KIND_WORDS[s.kind])}: {escape(s.part)}[/]{status}")
+        head += [f"      {escape(e)}" for e in s.evidence[:evidence]]
+    if shown < len(f.suspects):
+        head.append(f"  [b]+{len(f.suspects) - shown} more suspect(s)[/] (t results, or the HTML report)")
+    return "\n".join(head + tail)
 
 
 class FleetView(Vertical):
     DEFAULT_CSS = """
-    FleetView #fleet-summary { height: auto; max-height: 16; }
+    FleetView #fleet-summary { height: auto; max-height: 16; text-wrap: nowrap; text-overflow: ellipsis; }
     FleetView #fleet-leaves { height: 1fr; }
     FleetView #fleet-ports { height: auto; max-height: 10; }
     """

@@ -52,3 +52,41 @@ def test_the_page_runs_the_quick_schedule_above_16_hosts_only() -> None:
     assert fleet_options(answers(16)) is None
     options = fleet_options(answers(17))
     assert options.quick and not (options.sweep or options.latency or options.nccl)
+
+
+def test_many_suspects_and_regressions_leave_the_budget_and_coverage_in_the_summary_box() -> None:
+    """Five suspects with two lines of evidence each and their regressions pushed the budget bar and the coverage out
+    of the 16-line box on the 1,024-host benchmark: now each suspect keeps one line of evidence, the last are counted,
+    and the budget and coverage lines always end the summary."""
+    from screens.fleet_view import SUMMARY_LINES, fleet_summary
+    from wizard.validate.fleet_model import Regression, Suspect
+
+    paper = PaperFabric(1024, su=32, rails=8, spines=8)
+    report = paper_report(paper)
+    assert report.fleet is not None
+    report.fleet.suspects = [
+        Suspect(kind="host_port", part=f"gpu-{i:04d} rail 1", evidence=["link trained at 200 Gb/s", "slow with 4"])
+        for i in range(1, 10)
+    ]
+    report.fleet.regressions = [
+        Regression(
+            host=f"gpu-{i:04d}",
+            rail=1,
+            before_gbps=375,
+            after_gbps=188,
+            change_pct=-50,
+            since="2026-11-29",
+            run="bwtest-x",
+        )  # fmt: skip
+        for i in range(1, 6)
+    ]
+    lines = fleet_summary(report).split("\n")
+    assert len(lines) <= SUMMARY_LINES
+    assert lines[0].endswith("9 suspect(s)[/], most certain first:")
+    assert "link trained at 200 Gb/s" in lines[2] and "slow with 4" not in "\n".join(lines), "one line of evidence"
+    assert any("more suspect(s)" in line for line in lines) and "+2 more regression(s)" in "\n".join(lines)
+    assert lines[-2].startswith("quick") and lines[-1].startswith("covered 1024/1024 hosts")
+    few = report.model_copy(deep=True)
+    assert few.fleet is not None
+    few.fleet.suspects, few.fleet.regressions = few.fleet.suspects[:2], []
+    assert "slow with 4" in fleet_summary(few), "with room, two lines of evidence"
