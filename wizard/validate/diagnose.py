@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from wizard.validate.counters import CABLE
 from wizard.validate.hostfacts import HostFacts
 from wizard.validate.model import PASS_RATIO, CounterDelta, RailEnd, RailResult
 
@@ -14,6 +15,14 @@ FIX_PFC = (
     "run stage roce on {host} (mlnx_qos -i {nd} --trust dscp --pfc with priority {prio}); stop lldpad if it resets PFC"
 )
 FIX_MTU = "set MTU {want} on {where} and its peer (stage network); RoCE then runs at active_mtu 4096"
+FIX_WIRE = (
+    "reseat or replace the cable and transceivers of {where} (and its leaf port); `ethtool -S {nd}` symbol and CRC "
+    "error counters must stop rising under traffic"
+)
+FIX_PATH_DROPS = (
+    "check PFC on priority {prio} on the leaf ports (roce-wizard switch files) and the pause counters of both ends; "
+    "the hosts' side is set"
+)
 
 
 def _port(facts: dict[str, HostFacts], end: RailEnd):  # type: ignore[no-untyped-def]
@@ -67,8 +76,28 @@ def explain(
             f"a lane, the cable or a transceiver of {_where(end)} is bad: reseat or replace it at both ends; "
             "iblinkinfo shows the width after each attempt",
         )
-    lossy = [c for c in counters if c.status == "fail" and any(c.netdev == e.netdev and c.host == e.host for e in ends)]
+    mine = [c for c in counters if any(c.netdev == e.netdev and c.host == e.host for e in ends)]
+    lossy = [c for c in mine if c.status == "fail"]
     bad_qos = [e for e in ends if _qos_wrong(facts, e, priority)]
+    wire = [c for c in mine if any(c.deltas.get(k) for k in CABLE)]
+    if wire and not bad_qos:
+        # Corrupted frames are dropped by the receiving MAC and resent by the QP: retransmits that PFC cannot
+        # prevent, so a right QoS setup must not be blamed for them (mlx5 PHY counters, wizard/validate/counters.py).
+        c = wire[0]
+        end = next(e for e in ends if e.host == c.host and e.netdev == c.netdev)
+        errors = ", ".join(f"{k} +{c.deltas[k]:,}" for k in CABLE if c.deltas.get(k))
+        resent = f"; resent: {'; '.join(f'{x.host} {x.netdev}: {x.note}' for x in lossy)}" if lossy else ""
+        return (
+            f"{_where(end)}: errors on the wire during the run ({errors}): a bad cable or transceiver{resent}",
+            FIX_WIRE.format(where=_where(end), nd=end.netdev),
+        )
+    if lossy and not bad_qos and all(_qos_known(facts, e) for e in ends):
+        seen = "; ".join(f"{c.host} {c.netdev}: {c.note}" for c in lossy)
+        return (
+            f"{rail.label}: packets dropped or resent ({seen}) although both ends trust DSCP with PFC on priority "
+            f"{priority}: the drop is on the path between them",
+            FIX_PATH_DROPS.format(prio=priority),
+        )
     if lossy or bad_qos:
         seen = "; ".join(f"{c.host} {c.netdev}: {c.note}" for c in lossy) or "lossy rate"
         end = bad_qos[0] if bad_qos else next(e for e in ends if e.host == lossy[0].host)
@@ -95,6 +124,12 @@ def explain(
 
 def _same_subnet(a: RailEnd, b: RailEnd) -> bool:
     return a.network is not None and a.network == b.network
+
+
+def _qos_known(facts: dict[str, HostFacts], end: RailEnd) -> bool:
+    h = facts.get(end.host)
+    port = h.roce.port(end.netdev) if h and h.roce else None
+    return port is not None and port.pfc is not None
 
 
 def _qos_wrong(facts: dict[str, HostFacts], end: RailEnd, priority: int) -> bool:
