@@ -135,6 +135,20 @@ def test_the_html_report_of_a_1024_host_run_lists_suspects_and_leaves_and_draws_
     assert len(html) < 3_000_000
 
 
+def test_the_html_report_of_a_fleet_leads_with_its_suspects_and_lists_20_per_flow_causes() -> None:
+    """On the 1,024-host benchmark 34 per-flow causes came first and pushed the suspects a page down."""
+    paper = PaperFabric(1024, su=32, rails=8, spines=8)
+    paper.bad_ports[("gpu-0412", 3)] = 0.6 * LINE
+    report = paper_report(paper)
+    report.causes = [f"rail 3: gpu-{i:04d} enp3s0 -> gpu-0412 enp3s0: 225 of 400 Gb/s" for i in range(1, 35)]
+    html = render(report)
+    assert html.index("Suspects, most certain first") < html.index("Per-flow causes behind them")
+    assert "gpu-0020 enp3s0" in html and "gpu-0021 enp3s0" not in html
+    assert "14 more in the run's saved JSON" in html
+    report.fleet = None
+    assert "<h2>Causes, most likely first</h2>" in render(report) and "gpu-0034 enp3s0" in render(report)
+
+
 @pytest.mark.parametrize("units", [3, 5])
 def test_with_an_odd_number_of_units_every_unit_meets_two_partner_units(units: int) -> None:
     paper = PaperFabric(units * 8, su=8, rails=2)

@@ -182,9 +182,6 @@ def last_suspects(state_dir: Any) -> list[Any]:
     raise UsageError(f"--suspects: no saved run with suspects in {state_dir}/validation (run bwtest --quick first)")
 
 
-MAX_FLEET_CAUSES = 20  # a fleet's run lists its suspects; the per-flow causes behind them stay in the saved report
-
-
 def progress_printer(simulated: bool, fleet: bool = False) -> Callable[[str, dict[str, Any]], None]:
     """Validation events as progress lines on stderr (bwtest and doctor). On a fleet (``fleet``: --quick, --budget,
     --suspects) a flow that passed is counted, not printed: 8,000 lines a round would bury the slow ones."""
@@ -253,6 +250,8 @@ def print_summary(report: Any) -> None:
     print(f"  lint: {len(report.lint) - len(bad)}/{len(report.lint)} pass" + "".join(
         f"\n  {i.status.upper():4}  {i.title}: {i.evidence}" for i in bad))  # fmt: skip
     print(f"  NCCL: {report.nccl.status.upper()} {report.nccl.transport or ''} {report.nccl.reason}".rstrip())
+    from wizard.validate.fleet_text import MAX_FLEET_CAUSES
+
     shown = report.causes[:MAX_FLEET_CAUSES] if report.fleet is not None else report.causes
     for n, cause in enumerate(shown, 1):
         print(f"  cause {n}: {cause}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 from wizard.validate.fleet_model import Budget, Coverage, FleetSummary, Suspect
 from wizard.validate.history import describe
 
+MAX_FLEET_CAUSES = 20  # a fleet's run leads with its suspects; the per-flow causes behind them stay in the saved JSON
+
 KIND_WORDS = {
     "everything": "every test",
     "host_port": "host port",
