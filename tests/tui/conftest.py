@@ -99,7 +99,8 @@ async def quit_mid_work(pilot: Pilot, app: WizardApp) -> None:
     from screens.dialogs import Question
 
     await pilot.press("q")
-    await pilot.pause()
-    assert isinstance(app.screen, Question)
+    await until(pilot, lambda: isinstance(app.screen, Question), "the quit question")
     await pilot.press("y")
-    await pilot.pause()
+    # Stopping the running stage (its workers cancelled and waited for) ends in app.exit; on a loaded machine that
+    # took longer than one pause, and leaving run_test first left the exit code unset (seen in CI).
+    await until(pilot, lambda: app.return_code is not None, "the app exiting once the host work stopped")
