@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wizard.lab import Lab
+from wizard.lab import Lab, SimHost
 
 
 async def test_files_packages_and_persisted_modules_survive_runtime_settings_do_not(tmp_path: Path) -> None:
@@ -38,13 +38,19 @@ async def test_a_disk_of_another_host_or_version_is_ignored(tmp_path: Path) -> N
     assert lab.use_disks(tmp_path) == []
 
 
-async def test_a_command_that_changed_nothing_does_not_rewrite_the_disk(tmp_path: Path) -> None:
+async def saving_lab(tmp_path: Path) -> tuple[Lab, SimHost]:
+    """The reference pair keeping its disks in ``tmp_path``, and server1 after one command (its first save)."""
     lab = Lab.reference(["server1", "server2"])
     lab.time_scale = 0.001
     lab.use_disks(tmp_path)
     await lab.start()
     host = lab.host("server1")
     await host.exec("true", out=lambda _: None, err=lambda _: None)
+    return lab, host
+
+
+async def test_a_command_that_changed_nothing_does_not_rewrite_the_disk(tmp_path: Path) -> None:
+    lab, host = await saving_lab(tmp_path)
     image = tmp_path / "server1.json"
     first = image.stat()
     assert (await host.run("cat /etc/hostname")).stdout  # reads only
@@ -59,12 +65,7 @@ async def test_a_read_only_command_does_not_even_dump_the_image(tmp_path: Path, 
     of the lab's work: with no node changed anywhere and the same package database, nothing is dumped."""
     from wizard.lab import disk
 
-    lab = Lab.reference(["server1", "server2"])
-    lab.time_scale = 0.001
-    lab.use_disks(tmp_path)
-    await lab.start()
-    host = lab.host("server1")
-    await host.exec("true", out=lambda _: None, err=lambda _: None)
+    lab, host = await saving_lab(tmp_path)
     dumped: list[str] = []
     real = disk._dump
     monkeypatch.setattr(disk, "_dump", lambda node: dumped.append("x") or real(node))
@@ -77,13 +78,8 @@ async def test_a_read_only_command_does_not_even_dump_the_image(tmp_path: Path, 
 async def test_a_mode_owner_or_package_change_alone_is_saved(tmp_path: Path) -> None:
     """What the skip above must not miss: chmod and chown change no byte of a file, apt changes no file the image
     shows, yet each survives a power cycle."""
-    lab = Lab.reference(["server1", "server2"])
-    lab.time_scale = 0.001
-    lab.use_disks(tmp_path)
-    await lab.start()
-    host = lab.host("server1")
+    lab, host = await saving_lab(tmp_path)
     await host.run("echo x > /etc/kept && chmod 600 /etc/kept")
-    await host.exec("true", out=lambda _: None, err=lambda _: None)
     image = tmp_path / "server1.json"
     for command in ("chmod 640 /etc/kept", "chown 1000:1000 /etc/kept"):
         before = image.stat().st_ino
