@@ -32,3 +32,12 @@ def test_a_timeout_after_the_queue_pair_exchange_is_a_stalled_path_with_the_coun
 def test_a_client_that_never_reached_the_server_still_points_at_the_cabling() -> None:
     cause, _ = explain(_rail("", ["Couldn't connect to 10.16.0.55:18515"]), {}, [], 3, 9000)
     assert "cross-wired" in cause
+
+
+def test_a_test_whose_ssh_connection_was_lost_blames_no_cable() -> None:
+    """On the 1,024-host run a dropped SSH session (the lab's ssh_drop fault) was reported as eight cross-wired
+    cables: nothing was measured, and the cause says so."""
+    lost = "gpu-056: connection lost during 'timeout 33 ib_write_bw -d mlx5_0 ... 10.16.0.55': Connection lost"
+    cause, fix = explain(_rail("", [lost]), {}, [], 3, 9000)
+    assert "cross-wired" not in cause and "not measured" in cause and "connection lost during" in cause
+    assert "SSH connection to gpu-056" in fix and "--suspects" in fix

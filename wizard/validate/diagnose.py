@@ -56,6 +56,17 @@ def explain(
             f"read both ports' pause and discard counters (ethtool -S {rail.client.netdev} on {rail.client.host}, "
             f"{rail.server.netdev} on {rail.server.host}) and test the pair again (`bwtest --suspects`)",
         )
+    lost = [e for e in rail.errors if "connection lost" in e or "still running after" in e]
+    if rail.gbps is None and lost and "Couldn't connect" not in text:
+        # The controller's own SSH session to a host went, or the command outlived the executor's limit
+        # (wizard/executors/ssh.py): nothing was measured, so no cable or port may be blamed for it. Seen on a
+        # 1,024-host run where one dropped connection was reported as eight cross-wired cables.
+        host = lost[0].split(":", 1)[0]
+        return (
+            f"{rail.label}: no result: {lost[0]}; the fabric between them was not measured",
+            f"check the SSH connection to {host} (the host log says when it went) and test the pair again "
+            "(`bwtest --suspects`)",
+        )
     if "Couldn't connect" in text or (rail.gbps is None and rail.errors):
         if _same_subnet(rail.client, rail.server):
             return (
