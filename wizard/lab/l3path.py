@@ -127,14 +127,19 @@ def _arp(
     assert host.lab is not None
     fabric = host.lab.fabric
     learnt: dict[str, dict[str, PortRef]] = fabric.__dict__.setdefault("_arp_answers", {})
-    for attempt in range(2):
-        ref = learnt.get(segment, {}).get(dst)
-        if ref is not None and ref != me and fabric.segment(ref) == segment and usable(ref):
-            found = _owner_at(host, ref, dst)
-            if found:
-                return ref, found
-        if attempt == 0:
-            learnt[segment] = _addresses_on(host, segment)
+
+    def answers(ref: PortRef | None) -> tuple[SimHost, str] | None:
+        if ref is None or ref == me or fabric.segment(ref) != segment or not usable(ref):
+            return None
+        return _owner_at(host, ref, dst)
+
+    ref = learnt.get(segment, {}).get(dst)
+    if (found := answers(ref)) is None:  # not known, or that port no longer answers: learn the segment again
+        learnt[segment] = _addresses_on(host, segment)
+        ref = learnt[segment].get(dst)
+        found = answers(ref)
+    if found is not None and ref is not None:
+        return ref, found
     for ref in fabric.members(segment):  # the learnt port cannot answer: any other that can
         if ref != me and usable(ref) and (found := _owner_at(host, ref, dst)):
             return ref, found

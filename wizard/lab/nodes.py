@@ -53,39 +53,30 @@ def _changed() -> None:
     _CHANGES[0] += 1
 
 
+class _Counted:
+    """A node attribute whose every assignment after the node was made counts as a change (chmod, chown): the
+    disk image shows it though no byte of the file moved. Stored as ``_<name>``, which __init__ sets directly."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, node: object, owner: type | None = None) -> int:
+        return getattr(node, self.slot)
+
+    def __set__(self, node: object, value: int) -> None:
+        setattr(node, self.slot, value)
+        _changed()
+
+
 class Node:
     kind = "node"
     _mtime: float | None = None
+    mode = _Counted()
+    uid = _Counted()
+    gid = _Counted()
 
     def __init__(self, mode: int, uid: int = 0, gid: int = 0) -> None:
         self._mode, self._uid, self._gid = mode, uid, gid  # a new node is not a change until it is added
-
-    @property
-    def mode(self) -> int:
-        return self._mode
-
-    @mode.setter
-    def mode(self, value: int) -> None:
-        self._mode = value
-        _changed()
-
-    @property
-    def uid(self) -> int:
-        return self._uid
-
-    @uid.setter
-    def uid(self, value: int) -> None:
-        self._uid = value
-        _changed()
-
-    @property
-    def gid(self) -> int:
-        return self._gid
-
-    @gid.setter
-    def gid(self, value: int) -> None:
-        self._gid = value
-        _changed()
 
     @property
     def mtime(self) -> float:
