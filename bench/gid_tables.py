@@ -1,5 +1,6 @@
-"""The GID tables of one simulated rails host: how long the lab takes to answer the discovery stage's grep over every
-GID file of its eight ports, and how long the wizard takes to parse the answer. Both happen once per host in a
+"""The GID tables of one simulated rails host: how long the lab takes to answer the discovery stage's two reads (the
+GID slots in use of its eight ports, then their types and netdevs: steps/discovery/gid_read.py), and how long the
+wizard takes to parse the answer. Both happen once per host in a
 discovery and again in every bwtest, so at 1,024 hosts a millisecond here is a second of the run.
 
     python -m bench.gid_tables --repeat 20
@@ -15,7 +16,7 @@ import os
 import time
 
 from bench.tui_common import command_line
-from steps.discovery.stage import GIDS
+from steps.discovery.gid_read import read_gid_text
 from wizard.lab.cluster import Lab
 from wizard.lab.rails_plan import host_names
 from wizard.parsers.rdma_gids import parse_sysfs_gids
@@ -24,10 +25,14 @@ from wizard.parsers.rdma_gids import parse_sysfs_gids
 async def measure(repeat: int) -> dict[str, object]:
     lab = Lab.for_profile("rails-16", host_names(16))
     host = lab.host(host_names(16)[0])
-    text = (await host.run(GIDS)).stdout  # the first run builds the host's sysfs tree
+
+    async def grep(command: str) -> str:
+        return (await host.run(command)).stdout
+
+    text = await read_gid_text(grep)  # the first read builds the host's sysfs tree
     started = time.perf_counter()
     for _ in range(repeat):
-        text = (await host.run(GIDS)).stdout
+        text = await read_gid_text(grep)
     lab_ms = (time.perf_counter() - started) / repeat * 1000
     started = time.perf_counter()
     for _ in range(repeat):

@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from steps.discovery import facts as df
 from steps.discovery.checks import describe_host, discovery_checks, host_differences
+from steps.discovery.gid_read import GID_ATTRS_PATTERN, GID_ATTRS_WHY, GID_VALUES, read_gid_text
 from steps.discovery.ib_checks import infiniband_checks
 from steps.discovery.infiniband import PKEYS, PORT_ATTRS, probe_infiniband
 from steps.discovery.links import flap_checks, probe_links
@@ -15,11 +16,6 @@ from steps.platform.facts import named_endpoints, platform_prefetch, probe_platf
 from wizard.engine.step import CheckItem, ClusterView, HostPlan, ProbeContext, Step
 from wizard.executors.base import SudoRefused
 
-GID_GLOBS = (
-    "/sys/class/infiniband/*/ports/*/gids/* "
-    "/sys/class/infiniband/*/ports/*/gid_attrs/types/* "
-    "/sys/class/infiniband/*/ports/*/gid_attrs/ndevs/*"
-)
 GPU_QUERY = "--query-gpu=index,name,pci.bus_id,memory.total,driver_version"
 
 # The probe's read-only commands, defined once: the probe runs them and ``prefetch`` declares them.
@@ -33,14 +29,13 @@ LSPCI = ["lspci", "-D", "-nn", "-d", "15b3:"]
 NUMA = "grep -sH . /sys/bus/pci/devices/*/numa_node"
 IP_ADDR = ["ip", "-j", "-d", "addr", "show"]
 RDMA_LINK = ["rdma", "link", "show"]
-GIDS = f"grep -sH . {GID_GLOBS}"
 OFED_INFO = ["ofed_info", "-s"]
 LSMOD = ["lsmod"]
 DPKG = ["dpkg-query", "-W"]
 GPU_LIST = ["nvidia-smi", GPU_QUERY, "--format=csv"]
 GPU_TOPO = ["nvidia-smi", "topo", "-m"]
-PLAIN = (OS_RELEASE, UNAME, HOSTNAME, SSH_CONNECTION, LSPCI, NUMA, IP_ADDR, RDMA_LINK, GIDS, OFED_INFO, LSMOD, DPKG,
-         GPU_LIST, GPU_TOPO, PORT_ATTRS, PKEYS)  # fmt: skip
+PLAIN = (OS_RELEASE, UNAME, HOSTNAME, SSH_CONNECTION, LSPCI, NUMA, IP_ADDR, RDMA_LINK, GID_VALUES, OFED_INFO, LSMOD,
+         DPKG, GPU_LIST, GPU_TOPO, PORT_ATTRS, PKEYS)  # fmt: skip
 
 
 def ethtool_argvs(netdev: str) -> list[list[str]]:
@@ -52,6 +47,7 @@ class Discovery(Step):
     title = "Discovery"
     summary = "Read OS, ConnectX ports, RDMA devices, GID tables, drivers and GPUs on every host; change nothing."
     dependent_probes: ClassVar[dict[str, str]] = {
+        GID_ATTRS_PATTERN: GID_ATTRS_WHY,
         "ethtool *": "per netdev of a ConnectX port (ethtool, ethtool -i, ethtool -S), known only once lspci, "
         "ip and rdma link of this read have answered",
         "grep -sH . /proc/uptime /sys/class/net/*": "the link counters of the RDMA ports' netdevs, known only once "
@@ -63,12 +59,18 @@ class Discovery(Step):
         "iblinkinfo": "with sudo, only where sysfs shows an InfiniBand port",
     }
 
+    def __init__(self, *, platform: bool = True) -> None:
+        # Validation reads a host's ports again before every test run and has no use for the PCIe chains, ACS and
+        # firmware settings (lspci -vvv and one firmware query per card, seconds on a real host): it skips them.
+        self.read_platform = platform
+
     def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:
         """Everything but the per-port and per-card reads. nvidia-smi topo -m (run when GPUs are listed) and the
         platform reads (run when a ConnectX function or GPU is found) are taken on every host: the wizard has
         nothing to do on a host with neither. lldpctl runs with sudo unless sudo is refused; then the sudo
         batch is refused too and the probe reads it itself."""
-        return [(c, False) for c in PLAIN] + [(SUDO_CHECK, True), (LLDPCTL, True)] + platform_prefetch()
+        platform = platform_prefetch() if self.read_platform else []
+        return [(c, False) for c in PLAIN] + [(SUDO_CHECK, True), (LLDPCTL, True)] + platform
 
     async def probe(self, ctx: ProbeContext) -> dict[str, Any]:
         ex = ctx.executor
@@ -114,7 +116,7 @@ class Discovery(Step):
         links = df.try_parse("rdma_link", await out(RDMA_LINK), notes)
         facts.other_interfaces = df.link_netdevs(facts.ports, interfaces, links)
         facts.soft_rdma = df.soft_rdma_ports(facts.ports, interfaces, links)
-        gids = df.try_parse("sysfs_gids", await out(GIDS), notes)
+        gids = df.try_parse("sysfs_gids", await read_gid_text(out), notes)
         df.attach_gids(facts.ports + facts.soft_rdma, gids)
         for port in facts.ports + facts.soft_rdma:
             if port.netdev:
@@ -135,7 +137,8 @@ class Discovery(Step):
             facts.nccl_version = (facts.packages.get("libnccl2") or "").split("-")[0] or None
         await self._probe_gpus(facts, out, notes)
         await probe_lldp(ex, facts)
-        facts.platform = await probe_platform(ex, *named_endpoints(facts))
+        if self.read_platform:
+            facts.platform = await probe_platform(ex, *named_endpoints(facts))
         return facts.model_dump(mode="json")
 
     async def _probe_ethtool(self, port: df.NicPort, out: Any, notes: list[str]) -> None:
@@ -210,4 +213,4 @@ class Discovery(Step):
         return result
 
 
-__all__ = ["GID_GLOBS", "Discovery", "describe_host", "discovery_checks", "host_differences"]
+__all__ = ["Discovery", "describe_host", "discovery_checks", "host_differences"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from steps.discovery.stage import GID_GLOBS
+from steps.discovery.gid_read import GID_ATTRS_PATTERN, GID_ATTRS_WHY, GID_VALUES, read_gid_text
 from steps.nccl.build import SMOKE_SCRIPT, cuda_homes
 from steps.nccl.facts import (
     PACKAGES,
@@ -29,7 +29,6 @@ ARCH = ["uname", "-m"]
 NPROC = ["nproc"]
 RDMA_LINK = ["rdma", "link", "show"]
 LINK_LAYERS = "grep -sH . /sys/class/infiniband/*/ports/*/link_layer"
-GIDS = f"grep -sH . {GID_GLOBS}"
 NET_SYSFS = "grep -sH . /sys/class/net/*/mtu /sys/class/net/*/bonding/slaves"
 LSMOD = ["lsmod"]
 HOME = ["printenv", "HOME"]
@@ -40,6 +39,7 @@ CANDIDATE = ["apt-cache", "policy", "libnccl2"]
 # Not declared (Nccl.dependent_probes): the nvcc / nccl-tests source tests (only when all_reduce_perf is missing or
 # lacks MPI; where nvcc is looked for follows the libnccl2 version this read finds).
 DEPENDENT = {
+    GID_ATTRS_PATTERN: GID_ATTRS_WHY,
     "cat -- /*/.nccl.conf": "the SSH user's ~/.nccl.conf where printenv HOME of this read is not /home/USER",
     "*/bin/nvcc --version": "only when all_reduce_perf is missing or built without MPI (ldd of this read)",
     "test -* *": "the nccl-tests source tree, only when all_reduce_perf is missing or built without MPI",
@@ -58,7 +58,7 @@ def torchrun_argv(cfg: NcclSection) -> list[str]:
 def nccl_prefetch(cfg: NcclSection, ssh_user: str, libnccl2_installed: bool) -> list[tuple[list[str] | str, bool]]:
     """What probe_host runs whatever the host shows, given the answers, the SSH user and whether discovery saw
     libnccl2 installed (apt-cache policy runs only without it)."""
-    plain: list[list[str] | str] = [ARCH, NPROC, RDMA_LINK, LINK_LAYERS, GIDS, NET_SYSFS, LSMOD]
+    plain: list[list[str] | str] = [ARCH, NPROC, RDMA_LINK, LINK_LAYERS, GID_VALUES, NET_SYSFS, LSMOD]
     plain += [read_file_argv(cfg.conf_path), HOME, USER, MEMLOCK, read_file_argv(BASHRC), DPKG]
     plain += [] if libnccl2_installed else [CANDIDATE]
     if cfg.test == "nccl-tests":
@@ -91,7 +91,7 @@ async def probe_host(ex: Executor, cfg: NcclSection) -> NcclFacts:
     facts.arch = (await text(ARCH)).strip() or "x86_64"
     nproc = (await text(NPROC)).strip()
     facts.nproc = int(nproc) if nproc.isdigit() else None
-    facts.rdma = rdma_ports(await text(RDMA_LINK), await grep(LINK_LAYERS), await grep(GIDS))
+    facts.rdma = rdma_ports(await text(RDMA_LINK), await grep(LINK_LAYERS), await read_gid_text(grep))
     facts.mtus, facts.bonds = parse_net_sysfs(await grep(NET_SYSFS))
     modules = _try("lsmod", await text(LSMOD))
     facts.modules = sorted(m.name for m in modules.modules) if modules else []

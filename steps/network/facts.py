@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from steps.discovery.facts import try_parse
-from steps.discovery.stage import GIDS, IP_ADDR, RDMA_LINK
+from steps.discovery.gid_read import GID_VALUES, read_gid_text
+from steps.discovery.stage import IP_ADDR, RDMA_LINK
 from wizard.engine.prefetch import read_file_argv
 from wizard.executors.base import Executor
 
@@ -27,7 +28,7 @@ ROUTES = ["ip", "-j", "-4", "route", "show", "table", "all"]
 # host this stage configures. Not declared: the netplan file's mode (only when it exists), the other netplan
 # files (per file that find lists) and the live sysctls (per interface that ip lists), see Network.dependent_probes.
 NETWORK_PREFETCH: list[tuple[list[str] | str, bool]] = [
-    *((c, False) for c in (IP_ADDR, RDMA_LINK, DEVINFO, GIDS)),
+    *((c, False) for c in (IP_ADDR, RDMA_LINK, DEVINFO, GID_VALUES)),
     (read_file_argv(NETPLAN_PATH), True),
     (FIND_NETPLAN, True),
     (read_file_argv(SYSCTL_PATH), True),
@@ -230,7 +231,7 @@ async def probe_network(ex: Executor) -> NetworkFacts:
     facts.interfaces = interfaces_from(try_parse("ip_json", await out(IP_ADDR), notes))
     links = try_parse("rdma_link", await out(RDMA_LINK), notes)
     devinfo = try_parse("ibv_devinfo", await out(DEVINFO), notes) if links else None
-    gids = try_parse("sysfs_gids", await grep(GIDS), notes) if links else None
+    gids = try_parse("sysfs_gids", await read_gid_text(grep), notes) if links else None
     facts.rdma = rdma_from(links, devinfo, gids)
     facts.netplan_file = _text(await ex.read_file(NETPLAN_PATH, sudo=True))
     if facts.netplan_file is not None:

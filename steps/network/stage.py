@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from steps.discovery.facts import DiscoveryFacts
+from steps.discovery.gid_read import GID_ATTRS_PATTERN, GID_ATTRS_WHY
 from steps.network import predict as network_predict
 from steps.network.cabling import KEPT_REPLIES, nearest_replies, new_probe_id, normal, probe_host, ring_peer
 from steps.network.checks import host_checks, live_differences
@@ -43,6 +44,7 @@ class Network(Step):
         f"stat -c * {NETPLAN_PATH}": "the wizard's netplan file's mode, only when this read found the file",
         "cat -- /*/netplan/*.yaml": "per other netplan file that find of this read listed",
         "sysctl -e *": "the ARP and rp_filter sysctls of every interface that ip of this read listed",
+        GID_ATTRS_PATTERN: GID_ATTRS_WHY,
     }
 
     def prefetch(self, ctx: ProbeContext) -> list[tuple[Sequence[str] | str, bool]]:

@@ -236,11 +236,11 @@ def test_a_state_disk_made_read_only_mid_run_stops_cleanly_and_the_same_command_
 
 @needs_root
 def test_a_small_tmpfs_that_fills_during_the_run_ends_it_with_one_line(tmp_path: Path) -> None:
-    """Sized from a measured run: discovery and ofed on two hosts write ~820 KiB (logs ~700 KiB, the simulated
-    disks ~56 KiB), discovery alone ~430 KiB; 600 KiB fills during the ofed stage."""
+    """Sized from a measured run (`du -sk` of the state directory): discovery and ofed on two hosts write ~476 KiB
+    (logs ~324 KiB, the simulated disks ~68 KiB), discovery alone ~260 KiB; 360 KiB fills during the ofed stage."""
     mount = tmp_path / "small"
     mount.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mount)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=360k", "tmpfs", str(mount)], check=True)
     try:
         state_dir = mount / "state"
         env = {**os.environ, "ROCE_WIZARD_LAB_TIME_SCALE": "0.02"}

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from steps.discovery.gid_read import GID_VALUES, gid_attrs_command
 from steps.discovery.infiniband import PKEYS, PORT_ATTRS
-from steps.discovery.stage import GIDS, GPU_LIST, Discovery
+from steps.discovery.stage import GPU_LIST, Discovery
 from tests.record_probes import EXAMPLE, TABLES, NoHost, first_read, table_executor, table_rows
 from wizard.answers.model import load_answers
 from wizard.engine.prefetch import Prefetched, explain_misses
@@ -16,8 +17,18 @@ from wizard.executors.base import CommandResult, render_command
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-outputs"
 NETDEVS = ["ens1f0np0", "ens1f1np1", "ens2f0np0", "ens2f1np1"]
+# A bare host's GID slots in use: each port's link-local GID as RoCE v1 (0) and v2 (1), in the glob's order
+GID_SLOTS = [(device, index) for device in ("rocep134s0f0", "rocep134s0f1", "rocep59s0f0", "rocep59s0f1")
+             for index in (0, 1)]  # fmt: skip
 # The reads a fresh host's first discovery cannot batch, in the order the probe runs them:
 DEPENDENT = [
+    # the type and netdev of each GID slot in use: which are in use is known only once the GID values have answered
+    "grep -sH . "
+    + " ".join(
+        f"/sys/class/infiniband/{device}/ports/1/gid_attrs/{kind}/{index}"
+        for device, index in GID_SLOTS
+        for kind in ("types", "ndevs")
+    ),  # fmt: skip
     # link state and driver per netdev: which netdevs are ConnectX ports is known only after lspci, ip and rdma link
     *(c for d in NETDEVS for c in (f"ethtool {d}", f"ethtool -i {d}")),
     # link counters of the RDMA ports' netdevs (same dependency), one grep for all, then ethtool -S per netdev
@@ -44,7 +55,8 @@ async def test_the_first_read_of_a_fresh_host_misses_only_the_per_port_and_per_c
 def test_every_miss_is_named_with_what_it_depends_on() -> None:
     text = explain_misses(DEPENDENT + FIRMWARE, Discovery.dependent_probes)
     assert "not declared by the stage" not in text
-    assert text.startswith("per netdev of a ConnectX port (ethtool, ethtool -i, ethtool -S), known only once lspci")
+    assert text.startswith("the type and netdev of each GID slot in use, known only once the GID values of this read")
+    assert " | per netdev of a ConnectX port (ethtool, ethtool -i, ethtool -S), known only once lspci" in text
     assert "per ConnectX card that lspci of this read found: mlxconfig -d 0000:3b:00.0 -e q" in text
     assert "where mlxconfig is not installed: mstconfig -d 0000:3b:00.0 -e q" in text
 
@@ -81,6 +93,21 @@ def _real(tool: str, name: str) -> CommandResult:
     return CommandResult("", 0, text.removesuffix("\n"), "", 0.0, text)
 
 
+def _gid_reads(wide: CommandResult) -> dict[str, CommandResult]:
+    """The two GID reads (steps/discovery/gid_read.py) answered from a capture of the one wide grep over all three
+    trees: the first gets the slots in use, the second their types and netdevs (the capture's empty slots printed
+    no attributes: EINVAL, as the kernel answers for them)."""
+    lines = wide.raw_stdout.splitlines()
+    values = "".join(
+        f"{line}\n" for line in lines if "/gids/" in line and not line.endswith(":" + ":".join(["0000"] * 8))
+    )
+    attrs = "".join(f"{line}\n" for line in lines if "/gid_attrs/" in line)
+    command = gid_attrs_command(values)
+    assert command is not None
+    return {GID_VALUES: CommandResult("", 0, values.rstrip("\n"), "", 0.0, values),
+            command: CommandResult("", 0, attrs.rstrip("\n"), "", 0.0, attrs)}  # fmt: skip
+
+
 def _not_captured() -> CommandResult:
     return CommandResult("", 1, "", "(not captured on this host)", 0.0, "")
 
@@ -91,7 +118,7 @@ def vmlab_table() -> dict[tuple[str, bool], CommandResult]:
     real = {
         "ip -j -d addr show": _real("ip_json", "vmlab-debian12-bond-rail-rxe.txt"),
         "rdma link show": _real("rdma_link", "vmlab-debian12-rxe-rail-and-bond.txt"),
-        GIDS: _real("sysfs_gids", "vmlab-debian12-rxe-first-4-slots.txt"),
+        **_gid_reads(_real("sysfs_gids", "vmlab-debian12-rxe-first-4-slots.txt")),
         "ethtool bond0": _real("ethtool", "vmlab-debian12-bond0-2x100g.txt"),
         "lsmod": _real("lsmod", "vmlab-debian12-rxe-bonding.txt"),
         # a virtio VM has no Mellanox function: lspci -d 15b3: prints nothing and exits 0
@@ -124,7 +151,9 @@ async def test_a_table_of_real_outputs_answers_discovery_of_a_soft_roce_vm() -> 
 def test_recorded_tables_hold_each_command_once_with_its_result() -> None:
     data = json.loads((TABLES / "discovery-server1.json").read_text(encoding="utf-8"))
     keys = [(row["command"], row["sudo"]) for row in data["commands"]]
-    assert len(keys) == len(set(keys)) == 36  # with `command -v` finding no firmware tool, and the 2 IB port reads
+    assert (
+        len(keys) == len(set(keys)) == 37
+    )  # with `command -v` finding no firmware tool, the 2 IB port reads and 2 GID reads
     assert table_rows({("uname -r", False): CommandResult("uname -r", 0, "6.1", "", 0.0, "6.1\n")}) == [
         {"command": "uname -r", "sudo": False, "exit": 0, "stdout": "6.1\n", "stderr": ""}
     ]

@@ -14,6 +14,14 @@ SYSCTL = "sysctl -e " + " ".join(
     for i in ("all", "eno1", "ens1f0np0", "ens1f1np1", "ens2f0np0", "ens2f1np1")
     for k in ("arp_ignore", "arp_announce", "rp_filter")
 )
+# the type and netdev of each GID slot in use on a prepared host (link-local and IPv4, as RoCE v1 and v2), which the
+# GID values of the same read name
+GID_ATTRS = "grep -sH . " + " ".join(
+    f"/sys/class/infiniband/mlx5_{device}/ports/1/gid_attrs/{kind}/{index}"
+    for device in range(4)
+    for index in range(4)
+    for kind in ("types", "ndevs")
+)
 
 # stage -> (hosts as the stage first meets them: prepared = DOCA-OFED, rails and peermem in place, the misses)
 FIRST_READS = {
@@ -22,6 +30,7 @@ FIRST_READS = {
     "network": (
         True,
         [
+            GID_ATTRS,
             # each netplan file other than the wizard's own, as find of this read listed them
             "cat -- /etc/netplan/00-installer-config.yaml",
             "cat -- /etc/netplan/60-roce-rails.yaml",
@@ -36,6 +45,7 @@ FIRST_READS = {
     "nccl": (
         True,
         [
+            GID_ATTRS,
             # all_reduce_perf is not built yet, so the probe looks for nvcc where the libnccl2 of this read points
             "/usr/local/cuda/bin/nvcc --version",
             "/usr/local/cuda-12.4/bin/nvcc --version",

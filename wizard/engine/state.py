@@ -94,7 +94,7 @@ class RunRecord(_Model):
     """Why the run stopped early ("SIGTERM during stage ofed on 2 host(s)"); None when it ran to its end."""
 
 
-def atomic_write(path: Path, text: str, *, durable: bool = True) -> None:
+def atomic_write(path: Path, text: str | bytes, *, durable: bool = True) -> None:
     """Write ``text`` so that a crash at any moment leaves either the old or the new file, never a mix.
 
     The rename alone makes that true when the wizard is killed (the kernel keeps the new file). ``durable`` also
@@ -105,8 +105,9 @@ def atomic_write(path: Path, text: str, *, durable: bool = True) -> None:
         fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             os.fchmod(fd, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(text)
+            # bytes are written as they are: a caller with megabytes of UTF-8 JSON saves an encoded copy of it
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode("utf-8") if isinstance(text, str) else text)
                 handle.flush()
                 if durable:
                     os.fsync(handle.fileno())

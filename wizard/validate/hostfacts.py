@@ -41,11 +41,10 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
 
     entry = next(h for h in answers.hosts if h.name == name)
     try:
-        disc, _ = await read_stage(Discovery(), ProbeContext(entry, ex, answers, {}), None)
+        disc, _ = await read_stage(Discovery(platform=False), ProbeContext(entry, ex, answers, {}), None)
     except ExecutorError as exc:
         return HostFacts(name, DiscoveryFacts(), error=str(exc))
     facts = HostFacts(name, DiscoveryFacts.model_validate(disc))
-    facts.discovery.platform = None  # PCIe and ACS are the discovery stage's; no test reads them (45 KB a host)
     facts.link_layer, facts.ib_sl = answers.fabric.link_layer_of(name), answers.fabric.ib_sl
     facts.expect_gbps = answers.expect_speed_gbps(name)
     try:
