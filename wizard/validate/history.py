@@ -75,7 +75,8 @@ def load(path: Path) -> Report:
 
 
 def load_rates(path: Path) -> RunRates:
-    return RunRates.model_validate_json(path.read_text(encoding="utf-8"))
+    # bytes, not text: the validator reads UTF-8 itself, and a decoded copy of a fleet run's file was megabytes more
+    return RunRates.model_validate_json(path.read_bytes())
 
 
 def port_rates(report: Report | RunRates) -> dict[Port, float]:

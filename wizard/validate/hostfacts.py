@@ -4,6 +4,7 @@ batches, as the stages run them: wizard/engine/prefetch.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from steps.discovery.facts import DiscoveryFacts, NicPort
 from steps.roce.facts import RoceFacts
@@ -49,10 +50,28 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
     facts.expect_gbps = answers.expect_speed_gbps(name)
     try:
         roce, _ = await read_stage(Roce(), ProbeContext(entry, ex, answers, {"discovery": disc}), None)
-        facts.roce = RoceFacts.model_validate({k: v for k, v in roce.items() if k != "notes"})
+        facts.roce = RoceFacts.model_validate(_what_tests_read(roce, answers.roce.dscp))
     except ExecutorError as exc:
         facts.error = str(exc)
     return facts
+
+
+# The roce stage's facts no test reads: its files' texts (a host's QoS script alone is 6 KB) and the ports it skips.
+_UNREAD = ("notes", "unit_text", "script_text", "template_text", "udev_rule_text", "skipped")
+
+
+def _what_tests_read(roce: dict[str, Any], dscp: int) -> dict[str, Any]:
+    """The roce facts less what no test reads, kept for every host of a run: at 1,024 hosts each dropped kilobyte
+    is a megabyte of the controller's memory. A port's DSCP map (64 entries) keeps the one DSCP the tests check
+    (wizard/validate/lint.py), unless that DSCP is missing from it: then the map stays whole, as the check reads it."""
+    kept = {k: v for k, v in roce.items() if k not in _UNREAD}
+    ports = []
+    for port in kept.get("ports", []):
+        table = port.get("dscp2prio") or {}
+        if str(dscp) in table or dscp in table:
+            port = {**port, "dscp2prio": {dscp: table.get(str(dscp), table.get(dscp))}}
+        ports.append(port)
+    return {**kept, "ports": ports} if "ports" in kept else kept
 
 
 async def probe_all(answers: Answers, executors: dict[str, Executor]) -> dict[str, HostFacts]:

@@ -216,6 +216,8 @@ class Validation:
             for a, b in pairs:
                 for i in range(self._rail_count(a, b)):
                     r.latency.append(await self._latency(a, b, i))
+        if fleet:  # half a minute on a thousand hosts: said, not silent
+            self.emit("phase", {"name": "counters", "text": "reading the ports' PFC/ECN counters after the tests"})
         after = await ctr.read(self.executors, ports, self.answers.ssh.max_parallel_hosts)
         r.counters = ctr.deltas(before, after, self.answers.roce.priority)
         self.emit("counters", {"items": r.counters})
