@@ -10,7 +10,6 @@ from wizard.executors.base import CommandResult, ConnectionLost, render_command
 from wizard.validate import counters
 
 ETHTOOL_S = real_output("ethtool_S", "nic-stats-notes-cx4lx-discards-4.txt")
-HW = "/sys/class/infiniband/{device}/ports/1/hw_counters/out_of_sequence:7\n"
 
 
 class BatchingHost:
@@ -34,8 +33,8 @@ class BatchingHost:
     def _answer(self, argv: list[str]) -> CommandResult:
         if argv[:2] == ["ethtool", "-S"]:
             return CommandResult(render_command(argv), 0, ETHTOOL_S.rstrip("\n"), "", 0.0, ETHTOOL_S)
-        device = argv[3].split("/")[4]
-        text = HW.format(device=device)
+        # each device's out_of_sequence is its number (mlx5_2: 2), so a port given another's would show
+        text = "".join(f"{path}:{path.split('/')[4][-1]}\n" for path in argv[3:] if path.endswith("/out_of_sequence"))
         return CommandResult(render_command(argv), 0, text.rstrip("\n"), "", 0.0, text)
 
 
@@ -53,14 +52,15 @@ async def test_every_port_of_a_host_is_read_in_one_exec() -> None:
     found = await counters.read(hosts, {name: PORTS for name in hosts})  # type: ignore[arg-type]
     for host in hosts.values():
         assert len(host.batches) == 1 and host.single == []
-        assert host.batches[0][:2] == [
+        assert host.batches[0] == [
             "ethtool -S enp24s0np0",
-            "grep -sH . " + " ".join(f"/sys/class/infiniband/mlx5_0/ports/1/hw_counters/{name}"
-                                     for name in counters.HW_COUNTERS),
+            "ethtool -S enp64s0np0",
+            "ethtool -S enp79s0np0",
+            "grep -sH . " + " ".join(f"/sys/class/infiniband/{device}/ports/1/hw_counters/{name}"
+                                     for _, device in PORTS for name in counters.HW_COUNTERS),
         ]  # fmt: skip
-        assert len(host.batches[0]) == 2 * len(PORTS)
     assert sorted(found) == sorted((h, netdev) for h in hosts for netdev, _ in PORTS)
-    assert found[("gpu-2", "enp79s0np0")]["rdma_out_of_sequence"] == 7
+    assert [found[("gpu-2", netdev)]["rdma_out_of_sequence"] for netdev, _ in PORTS] == [0, 1, 2]
 
 
 async def test_a_host_whose_batch_is_cut_loses_only_its_own_ports() -> None:
@@ -72,7 +72,7 @@ async def test_a_host_whose_batch_is_cut_loses_only_its_own_ports() -> None:
 async def test_an_executor_that_cannot_batch_is_asked_command_by_command() -> None:
     host = PlainHost("gpu-1")
     found = await counters.read({"gpu-1": host}, {"gpu-1": PORTS[:1]})  # type: ignore[dict-item]
-    assert host.single[0] == "ethtool -S enp24s0np0" and len(host.single) == 2
+    assert host.single[0] == "ethtool -S enp24s0np0" and host.single[1].startswith("grep -sH . /sys/class/infiniband/")
     assert set(found) == {("gpu-1", "enp24s0np0")}
 
 

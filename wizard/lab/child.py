@@ -16,6 +16,7 @@ Errors before the lab listens are one line on stderr and exit status 2.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import resource
 import signal
@@ -62,6 +63,7 @@ async def serve(spec: dict[str, Any]) -> int:
         return 2
     booted = lab.use_disks(Path(spec["disks"])) if spec.get("disks") else []
     await lab.start()
+    _quiet_collector()
     _say({
         "endpoints": {name: list(lab.endpoint(name)) for name in lab.names},
         "client_key": str(lab.client_key_path),
@@ -86,6 +88,18 @@ async def serve(spec: dict[str, Any]) -> int:
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
     })  # fmt: skip
     return 0
+
+
+def _quiet_collector() -> None:
+    """Keep Python's cycle collector off the booted hosts: a full collection walks every object of the process, and
+    a booted rails-256 lab is 400 MiB of them. Measured with gc.callbacks on a rails-256 `bwtest --quick` (time
+    scale 1): 34 full collections, 30 s of the lab's 75 s of CPU after boot. Frozen after boot (gc.freeze: the
+    collector skips what exists now) and with the thresholds raised, that run had one full collection (0.5 s), read
+    the facts in 23 s instead of 45, and peaked 22 MiB higher (418 MiB): cycles made after boot still die young, in
+    the collections of the first two generations."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 100)
 
 
 def main() -> int:

@@ -38,25 +38,32 @@ async def read(
     a time (ssh.max_parallel_hosts); an unreadable port is left out, and a host that cannot be read loses only its
     own ports.
 
-    Each host's ports are read in one exec (``run_batch``, wizard/executors/batch.py): one port's two reads an exec
-    each were 16,384 SSH commands for 1,024 hosts of eight rails, twice a run, the round trips of which, through a
-    bastion, are the read's time. A test double without batching gets the commands one by one."""
+    Each host's ports are read in one exec (``run_batch``, wizard/executors/batch.py): ethtool -S per port and one
+    grep over every port's hw_counters. One exec per port and read were 16,384 SSH commands for 1,024 hosts of
+    eight rails, twice a run, and their round trips, through a bastion, were the read's time. A test double without
+    batching gets the commands one by one."""
 
     async def one_host(host: str, items: list[tuple[str, str]]) -> list[tuple[tuple[str, str], PortCounters | None]]:
-        commands = [c for netdev, device in items for c in _port_commands(netdev, device)]
+        commands = [["ethtool", "-S", netdev] for netdev, _ in items] + [_hw_counters_argv([d for _, d in items])]
         try:
-            results = await _run_all(executors[host], commands)
+            *stats, hw = await _run_all(executors[host], commands)
         except ExecutorError:
             return [((host, netdev), None) for netdev, _ in items]
-        return [((host, netdev), _values(results[2 * i], results[2 * i + 1])) for i, (netdev, _) in enumerate(items)]
+        rdma = parse_grep_values(hw.stdout)
+        return [
+            ((host, netdev), _values(one, rdma, device)) for (netdev, device), one in zip(items, stats, strict=True)
+        ]
 
     jobs = [one_host(h, items) for h, items in ports.items() if h in executors and items]
     return {key: value for found in await in_waves(limit, jobs) for key, value in found if value is not None}
 
 
-def _port_commands(netdev: str, device: str) -> list[list[str]]:
-    base = f"/sys/class/infiniband/{device}/ports/1/hw_counters"
-    return [["ethtool", "-S", netdev], ["grep", "-sH", ".", *(f"{base}/{name}" for name in HW_COUNTERS)]]
+def _hw_path(device: str) -> str:
+    return f"/sys/class/infiniband/{device}/ports/1/hw_counters/"
+
+
+def _hw_counters_argv(devices: list[str]) -> list[str]:
+    return ["grep", "-sH", ".", *(_hw_path(device) + name for device in dict.fromkeys(devices) for name in HW_COUNTERS)]
 
 
 async def _run_all(executor: Executor, commands: list[list[str]]) -> list[CommandResult]:
@@ -92,8 +99,9 @@ class PortCounters(Mapping[str, int]):
         return f"PortCounters({dict(self)!r})"
 
 
-def _values(stats: CommandResult, hw: CommandResult) -> PortCounters | None:
-    """The watched ethtool counters and the RDMA hw_counters of one port; None when ethtool -S gave none."""
+def _values(stats: CommandResult, rdma: dict[str, str], device: str) -> PortCounters | None:
+    """The watched ethtool counters and the RDMA hw_counters of one port (``rdma``: the host's grep, path ->
+    value); None when ethtool -S gave none."""
     try:
         parsed = parse("ethtool_S", stats.stdout) if stats.ok else None
     except ParseError:
@@ -101,9 +109,11 @@ def _values(stats: CommandResult, hw: CommandResult) -> PortCounters | None:
     if parsed is None:
         return None
     values = {k: v for k, v in parsed.counters.items() if WATCH.search(k)}
-    for path, value in parse_grep_values(hw.stdout).items():
+    base = _hw_path(device)
+    for name in HW_COUNTERS:
+        value = rdma.get(base + name, "")
         if value.isdigit():
-            values[f"rdma_{path.rsplit('/', 1)[-1]}"] = int(value)
+            values[f"rdma_{name}"] = int(value)
     return PortCounters(values)
 
 
