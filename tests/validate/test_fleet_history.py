@@ -8,7 +8,7 @@ import pytest
 
 from wizard.errors import UsageError
 from wizard.validate import store
-from wizard.validate.history import compare, describe, find_run, history_lines, load, load_rates
+from wizard.validate.history import compare, describe, earlier_rates, find_run, history_lines, load, load_rates
 from wizard.validate.model import RailEnd, RailResult, Report
 
 
@@ -52,6 +52,8 @@ def test_a_saved_run_compares_the_same_read_for_its_rates_only_as_read_whole(tmp
     after = _healthy("2026-11-28T08:00:00+00:00", slow=354.0)
     lean = compare(load_rates(path), after, "bwtest-20261120", threshold_pct=5)
     assert lean == compare(load(path), after, "bwtest-20261120", threshold_pct=5)
+    # and what bwtest keeps of it while the new run runs (read before it starts): the same again
+    assert compare(earlier_rates(path), after, "bwtest-20261120", threshold_pct=5) == lean
     # the alone flow's 395 counts (gpu-0001 and gpu-0002 now 390: within 5 %); the cross-rail flow does not
     assert [describe(r) for r in lean] == ["gpu-0003 rail 3: 390 -> 354 Gb/s (-9 %) since 2026-11-20"]
 

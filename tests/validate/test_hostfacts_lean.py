@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from steps.discovery.facts import DiscoveryFacts
 from steps.roce.facts import RoceFacts
 from tests.steps.facts_builder import answers, roce_facts
 from tests.validate.test_lint import configured
-from wizard.validate.hostfacts import HostFacts, _what_tests_read
+from wizard.validate.hostfacts import HostFacts, _ports_as_tests_read, _what_tests_read
 from wizard.validate.lint import lint
 
 DSCP = 26  # the answers' roce.dscp
@@ -50,3 +51,17 @@ def test_the_lint_finds_the_same_in_the_lean_facts(table: dict[int, int]) -> Non
     assert lint(answers(), {name: lean(h) for name, h in hosts.items()}) == whole
     if table and table.get(DSCP) != 3:
         assert any(i.id == "dscp" and i.status != "pass" for i in whole), "the case is one the lint flags"
+
+
+def test_a_port_keeps_the_gid_the_tests_use_and_the_link_counters_only_when_asked() -> None:
+    host = configured("server1", 1)
+    raw = host.discovery.model_dump(mode="json")
+    raw["ports"][0]["link"] = {"carrier_changes": 4}
+    for link_counters in (True, False):
+        kept = DiscoveryFacts.model_validate(_ports_as_tests_read(raw, link_counters))
+        assert [p.roce_v2_ipv4_gid for p in kept.ports] == [p.roce_v2_ipv4_gid for p in host.discovery.ports]
+        assert all(len(p.gids) == 1 for p in kept.ports)  # of fe80 and the IPv4 address, as RoCE v1 and v2
+        assert (kept.ports[0].link is not None) is link_counters
+    whole = lint(answers(), {"server1": host, "server2": configured("server2", 2)})
+    lean_host = HostFacts("server1", DiscoveryFacts.model_validate(_ports_as_tests_read(raw, False)), host.roce)
+    assert lint(answers(), {"server1": lean_host, "server2": configured("server2", 2)}) == whole

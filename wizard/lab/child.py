@@ -99,7 +99,7 @@ def _quiet_collector() -> None:
     the collections of the first two generations."""
     gc.collect()
     gc.freeze()
-    gc.set_threshold(50_000, 20, 100)
+    gc.set_threshold(50_000, 20, 10)
 
 
 def main() -> int:

@@ -8,6 +8,7 @@ median of two flows, a healthy neighbour of a slow port looked 25 % slower)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -90,10 +91,30 @@ def port_rates(report: Report | RunRates) -> dict[Port, float]:
     return {port: max(values) for port, values in rates.items()}
 
 
-def compare(before: Report | RunRates, after: Report, run: str, threshold_pct: float) -> list[Regression]:
+@dataclass(frozen=True)
+class EarlierRates:
+    """What `--compare` keeps of the earlier run while the new one runs: each host port's best rate, and when."""
+
+    rates: dict[Port, float]
+    since: str  # the date the earlier run finished
+
+    @classmethod
+    def of(cls, run: Report | RunRates) -> EarlierRates:
+        return cls(port_rates(run), (run.finished or run.started)[:10])
+
+
+def earlier_rates(path: Path) -> EarlierRates:
+    """Read before the new run starts, when the controller holds little: at 1,024 hosts the earlier run's flows are
+    tens of MiB as objects, and read at the end they came on top of the new run's facts, results and report."""
+    return EarlierRates.of(load_rates(path))
+
+
+def compare(
+    before: Report | RunRates | EarlierRates, after: Report, run: str, threshold_pct: float
+) -> list[Regression]:
     """Host ports at least ``threshold_pct`` slower in ``after`` than in ``before``, worst first."""
-    old, new = port_rates(before), port_rates(after)
-    since = (before.finished or before.started)[:10]
+    earlier = before if isinstance(before, EarlierRates) else EarlierRates.of(before)
+    old, new, since = earlier.rates, port_rates(after), earlier.since
     found = []
     for port in sorted(old.keys() & new.keys()):
         was, now = old[port], new[port]

@@ -36,7 +36,9 @@ class HostFacts:
         return [p for p in ports if wanted is None or (p.link_layer or "Ethernet") in wanted]
 
 
-async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
+async def probe_host(answers: Answers, name: str, ex: Executor, *, link_counters: bool = True) -> HostFacts:
+    """Discovery's and roce's read of one host, as a run keeps it; ``link_counters``: keep each port's carrier and
+    error counters (the doctor compares them with a second read; a bandwidth test has no use for them)."""
     from steps.discovery.stage import Discovery
     from steps.roce.stage import Roce
 
@@ -45,7 +47,7 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
         disc, _ = await read_stage(Discovery(platform=False), ProbeContext(entry, ex, answers, {}), None)
     except ExecutorError as exc:
         return HostFacts(name, DiscoveryFacts(), error=str(exc))
-    facts = HostFacts(name, DiscoveryFacts.model_validate(disc))
+    facts = HostFacts(name, DiscoveryFacts.model_validate(_ports_as_tests_read(disc, link_counters)))
     facts.link_layer, facts.ib_sl = answers.fabric.link_layer_of(name), answers.fabric.ib_sl
     facts.expect_gbps = answers.expect_speed_gbps(name)
     try:
@@ -54,6 +56,18 @@ async def probe_host(answers: Answers, name: str, ex: Executor) -> HostFacts:
     except ExecutorError as exc:
         facts.error = str(exc)
     return facts
+
+
+def _ports_as_tests_read(disc: dict[str, Any], link_counters: bool) -> dict[str, Any]:
+    """Discovery's facts with each port's GIDs cut to the one the tests use, its first RoCE v2 IPv4 GID (what
+    ``NicPort.roce_v2_ipv4_gid`` picks), and without its link counters unless asked for. A port's four GIDs and its
+    counters were two thirds of a host's 62 KB of facts as Python objects (tracemalloc, a rails host)."""
+
+    def port(entry: dict[str, Any]) -> dict[str, Any]:
+        gids = [g for g in entry.get("gids") or [] if g.get("version") == "v2" and g.get("ipv4")][:1]
+        return {**entry, "gids": gids} | ({} if link_counters else {"link": None})
+
+    return {**disc, **{k: [port(p) for p in disc[k]] for k in ("ports", "soft_rdma") if disc.get(k)}}
 
 
 # The roce stage's facts no test reads: its files' texts (a host's QoS script alone is 6 KB) and the ports it skips.
@@ -74,8 +88,11 @@ def _what_tests_read(roce: dict[str, Any], dscp: int) -> dict[str, Any]:
     return {**kept, "ports": ports} if "ports" in kept else kept
 
 
-async def probe_all(answers: Answers, executors: dict[str, Executor]) -> dict[str, HostFacts]:
+async def probe_all(
+    answers: Answers, executors: dict[str, Executor], *, link_counters: bool = True
+) -> dict[str, HostFacts]:
     names = [h.name for h in answers.hosts if h.name in executors]
     limit = answers.ssh.max_parallel_hosts
-    found = await in_waves(limit, (probe_host(answers, n, executors[n]) for n in names))
+    reads = (probe_host(answers, n, executors[n], link_counters=link_counters) for n in names)
+    found = await in_waves(limit, reads)
     return dict(zip(names, found, strict=True))

@@ -152,7 +152,7 @@ class Validation:
     async def run(self) -> Report:
         r, o = self.report, self.options
         self.emit("phase", {"name": "probe", "text": f"reading facts on {hosts_text(self.hosts)}"})
-        self.facts = await probe_all(self.answers, self.executors)
+        self.facts = await probe_all(self.answers, self.executors, link_counters=False)  # the doctor's, not ours
         reachable = [h for h in self.facts if not self.facts[h].error]
         # Whether each host has stdbuf, asked in waves: one host after another it was 1,024 round trips in a row.
         limit = self.answers.ssh.max_parallel_hosts
