@@ -91,12 +91,13 @@ async def serve(spec: dict[str, Any]) -> int:
 
 
 def _quiet_collector() -> None:
-    """Keep Python's cycle collector off the booted hosts: a full collection walks every object of the process, and
-    a booted rails-256 lab is 400 MiB of them. Measured with gc.callbacks on a rails-256 `bwtest --quick` (time
-    scale 1): 34 full collections, 30 s of the lab's 75 s of CPU after boot. Frozen after boot (gc.freeze: the
-    collector skips what exists now) and with the thresholds raised, that run had one full collection (0.5 s), read
-    the facts in 23 s instead of 45, and peaked 22 MiB higher (418 MiB): cycles made after boot still die young, in
-    the collections of the first two generations."""
+    """Keep Python's cycle collector off the booted hosts: a full collection walks every object of the process, and a
+    booted rails-256 lab is 400 MiB of them. Measured with gc.callbacks on a rails-256 `bwtest --quick`: 34 full
+    collections took 30 s of the lab's 75 s of CPU after boot. Frozen after boot (gc.freeze: the collector skips what
+    exists now) and with the thresholds raised, the 1,024-host benchmark (bench/fleet_quick.py) read the facts in
+    100 s instead of 157 and the lab peaked at 1.5 GiB instead of 1.2: cycles made after boot still die young, in
+    the collections of the first two generations, and the rest waits for a rarer full one (with a third threshold
+    of 100 instead of 10 the peak was 1.6 GiB)."""
     gc.collect()
     gc.freeze()
     gc.set_threshold(50_000, 20, 10)
