@@ -121,6 +121,10 @@ def test_the_wizard_and_the_exported_role_build_the_same_bond_the_kernel_agrees_
         assert found["ports"] == [], "no ConnectX card in a VM"
         soft = found["soft_rdma"]
         assert [(p["rdma_device"], p["netdev"], p["model"]) for p in soft] == [("rxe_eth3", "eth3", "Soft-RoCE (rxe)")]
+        # The GID table, read in two steps on a real kernel: the slots in use, then the type and netdev of each
+        # (a GID is attached to eth3 only through its ndev file): the rail address as a RoCE v2 GID.
+        v2 = [g["ipv4"] for g in soft[0]["gids"] if g["version"] == "v2" and g["ipv4"]]
+        assert v2 and v2[0].startswith("10.79.0."), soft[0]["gids"]
         assert "rdma_rxe" in found["modules"]
     assert "software RDMA only: rxe_eth3 on eth3" in stderr
 
